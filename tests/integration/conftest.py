@@ -1,0 +1,129 @@
+"""Integration-test wiring: one real test bed (profile `ci`) per pytest run.
+
+Set GPUOPS_TESTBED_STATE=<state dir> to reuse a test bed that is already up (`python -m tests.sim up`);
+it is then left running at the end. Otherwise the fixture starts one in a temporary state directory and
+stops it when the session ends. GPUOPS_TESTBED_PROFILE overrides the profile (default `ci`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from tests.sim import testbed as tb  # noqa: E402
+
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+
+
+@dataclass
+class Testbed:
+    state_dir: Path
+    profile: str
+    kubeconfig: str
+    sa_kubeconfig: str
+    audit_log: str
+    chart_repo_url: str
+    helm: str
+    helm3: str
+    apiserver_url: str
+    node_count: int
+    sa_username: str = f"system:serviceaccount:{tb.SA_NAMESPACE}:{tb.SA_NAME}"
+    owned: bool = field(default=True, repr=False)
+
+    # --- Kubernetes clients ---------------------------------------------------------------
+    def api_client(self, least_privilege: bool = False):
+        """A kubernetes.client.ApiClient for the admin (default) or the least-privilege identity."""
+        from kubernetes import config
+        return config.new_client_from_config(config_file=self.sa_kubeconfig if least_privilege else self.kubeconfig)
+
+    def env(self, least_privilege: bool = True) -> dict:
+        """Environment for ansible-playbook / kubernetes.core runs against this test bed."""
+        kc = self.sa_kubeconfig if least_privilege else self.kubeconfig
+        return {**os.environ, "K8S_AUTH_KUBECONFIG": kc, "KUBECONFIG": kc}
+
+    # --- audit log ------------------------------------------------------------------------
+    def audit_mark(self) -> int:
+        """An offset into the audit log; pass it to audit_events() to see only later requests."""
+        try:
+            return os.path.getsize(self.audit_log)
+        except OSError:
+            return 0
+
+    def audit_events(self, since: int = 0, user: str | None = None, writes_only: bool = False) -> list[dict]:
+        """Audit events (Metadata level, stage ResponseComplete) after offset `since`, optionally filtered by
+        user name (e.g. self.sa_username) and to write verbs (create/update/patch/delete/deletecollection)."""
+        events = []
+        try:
+            with open(self.audit_log, "rb") as f:
+                f.seek(since)
+                for line in f:
+                    try:
+                        ev = json.loads(line)
+                    except ValueError:
+                        continue
+                    if ev.get("stage") not in (None, "ResponseComplete", "Panic"):
+                        continue
+                    if user and ev.get("user", {}).get("username") != user:
+                        continue
+                    if writes_only and ev.get("verb") not in WRITE_VERBS:
+                        continue
+                    events.append(ev)
+        except FileNotFoundError:
+            pass
+        return events
+
+    def audit_writes(self, since: int = 0, user: str | None = None) -> list[dict]:
+        return self.audit_events(since, user=user or self.sa_username, writes_only=True)
+
+    # --- CLI ------------------------------------------------------------------------------
+    def cli(self, *args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+        return run_cli(*args, "--state-dir", str(self.state_dir), env=env, timeout=timeout)
+
+
+def run_cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run `python -m tests.sim ARGS`; --state-dir may appear anywhere after the subcommand."""
+    return subprocess.run([sys.executable, "-m", "tests.sim", *args], cwd=REPO_ROOT, capture_output=True,
+                          text=True, env=env, timeout=timeout)
+
+
+def _from_state(state_dir: Path, owned: bool) -> Testbed:
+    st = tb.State(state_dir).load()
+    d = st.data
+    return Testbed(state_dir=st.dir, profile=d["profile"], kubeconfig=d["kubeconfig"],
+                   sa_kubeconfig=d["sa_kubeconfig"], audit_log=d["audit_log"], chart_repo_url=d["chart_repo_url"],
+                   helm=d["helm"], helm3=d["helm3"], apiserver_url=d["apiserver_url"], node_count=d["nodes"],
+                   owned=owned)
+
+
+@pytest.fixture(scope="session")
+def testbed(tmp_path_factory) -> Testbed:
+    reuse = os.environ.get("GPUOPS_TESTBED_STATE")
+    if reuse:
+        st = tb.State(Path(reuse))
+        if not st.exists() or not st.load().data.get("ready"):
+            pytest.fail(f"GPUOPS_TESTBED_STATE={reuse} holds no running test bed; run `python -m tests.sim up`")
+        yield _from_state(st.dir, owned=False)
+        return
+    state_dir = tmp_path_factory.mktemp("testbed")
+    profile = os.environ.get("GPUOPS_TESTBED_PROFILE", "ci")
+    t0 = time.monotonic()
+    proc = run_cli("up", "--profile", profile, "--state-dir", str(state_dir), timeout=900)
+    if proc.returncode != 0:
+        run_cli("down", "--state-dir", str(state_dir))
+        pytest.fail(f"test bed did not come up (rc {proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    sys.stderr.write(f"\n[testbed] profile {profile} up in {time.monotonic() - t0:.1f}s ({state_dir})\n")
+    bed = _from_state(state_dir, owned=True)
+    try:
+        yield bed
+    finally:
+        run_cli("down", "--state-dir", str(state_dir))
