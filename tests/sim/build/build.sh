@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Build the test bed's pinned binaries from Go modules into a cache outside the repo.
+# A binary already in the cache (keyed by component, version, Go version, OS and arch) is not rebuilt.
+set -euo pipefail
+
+K8S_VERSION=${K8S_VERSION:-v1.36.3}
+ETCD_VERSION=${ETCD_VERSION:-v3.6.14}
+KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
+HELM4_VERSION=${HELM4_VERSION:-v4.3.2}
+HELM3_VERSION=${HELM3_VERSION:-v3.21.4}
+
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${GPUOPS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuops}
+goversion=$(go env GOVERSION)
+platform=$(go env GOOS)-$(go env GOARCH)
+bindir="$cache/bin"
+export GOMODCACHE="$cache/gomod" GOCACHE="$cache/gobuild" GOFLAGS=-mod=mod GOTOOLCHAIN=local
+mkdir -p "$bindir" "$cache/src"
+
+key() { echo "$bindir/$1-$2-$goversion-$platform"; }
+link() { ln -sfn "$(key "$1" "$2")" "$bindir/$1"; }
+have() { [ -x "$(key "$1" "$2")" ]; }
+
+log() { printf '[build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+build_k8s() {
+  local v=$K8S_VERSION minor
+  if have kube-apiserver "$v" && have kube-controller-manager "$v" && have kube-scheduler "$v"; then
+    link kube-apiserver "$v"; link kube-controller-manager "$v"; link kube-scheduler "$v"; return; fi
+  log "kubernetes $v"
+  local src="$cache/src/k8s-$v"; mkdir -p "$src"; cd "$src"
+  if [ ! -f go.mod ]; then
+    go mod init gpuops.local/k8sbuild >/dev/null 2>&1
+    go mod edit -require=k8s.io/kubernetes@"$v"
+    local gomod staging
+    gomod=$(go mod download -json k8s.io/kubernetes@"$v" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+    staging=$(awk '/=> \.\/staging\/src\//{print $1}' "$gomod" | sort -u)
+    [ "$(echo "$staging" | wc -l)" -ge 31 ] || { echo "expected >= 31 staging modules, got: $staging" >&2; exit 1; }
+    for m in $staging; do go mod edit -replace="$m=$m@v0${v#v1}"; done
+    cat > tools.go <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+)
+GO
+    go mod tidy
+  fi
+  minor=$(echo "$v" | cut -d. -f2)
+  local ld="-s -w -X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z"
+  local out; out=$(mktemp -d "$cache/out.XXXX")
+  go build -trimpath -ldflags "$ld" -o "$out/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+  for b in kube-apiserver kube-controller-manager kube-scheduler; do mv "$out/$b" "$(key $b "$v")"; link $b "$v"; done
+  rmdir "$out"
+}
+
+# build_simple NAME VERSION MODULE PACKAGE [LDFLAGS]: a wrapper module requiring MODULE@VERSION.
+build_simple() {
+  local name=$1 v=$2 mod=$3 pkg=$4 ld=${5:-}
+  if have "$name" "$v"; then link "$name" "$v"; return; fi
+  log "$name $v"
+  local src="$cache/src/$name-$v"; mkdir -p "$src"; cd "$src"
+  if [ ! -f go.mod ]; then
+    go mod init "gpuops.local/${name}build" >/dev/null 2>&1
+    go mod edit -require="$mod@$v"
+    printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$pkg" > tools.go
+    go mod tidy
+  fi
+  go build -trimpath -ldflags "-s -w $ld" -o "$(key "$name" "$v").tmp" "$pkg"
+  mv "$(key "$name" "$v").tmp" "$(key "$name" "$v")"; link "$name" "$v"
+}
+
+want=${*:-etcd kwok helm4 helm3 k8s}
+for c in $want; do
+  case $c in
+    etcd) build_simple etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 ;;
+    kwok) build_simple kwok "$KWOK_VERSION" sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok \
+            "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" ;;
+    helm4) build_simple helm "$HELM4_VERSION" helm.sh/helm/v4 helm.sh/helm/v4/cmd/helm \
+            "-X helm.sh/helm/v4/internal/version.version=$HELM4_VERSION" ;;
+    helm3) build_simple helm3 "$HELM3_VERSION" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm \
+            "-X helm.sh/helm/v3/internal/version.version=$HELM3_VERSION -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=36" ;;
+    k8s) build_k8s ;;
+    *) echo "unknown component '$c' (choose from: etcd kwok helm4 helm3 k8s)" >&2; exit 2 ;;
+  esac
+done
+log "binaries ready in $bindir"
