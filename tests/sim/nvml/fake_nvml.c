@@ -1,0 +1,307 @@
+/*
+ * Fake libnvidia-ml.so.1 for gpuops.gpu_operator tests.
+ * Copyright: gpuops.gpu_operator contributors
+ * GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+ *
+ * Reads the fixture named by $GPUOPS_FAKE_NVML_FIXTURE: a flat YAML mapping, one
+ * "key: value" per line ('#' comments). Keys: driver_version, nvml_version,
+ * cuda_version, init_error (NVML return code for nvmlInit), gpu_count, and per GPU
+ * "gpu.<index>.<field>" with "gpu.*.<field>" as the default for every GPU.
+ * A value "unsupported" makes the call return NVML_ERROR_NOT_SUPPORTED; a value
+ * "error:<code>" returns that code. "gpu.<i>.lost: true" makes the GPU fall off the bus.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXKV 2048
+#define MAXGPU 16
+#define MAXMIG 8
+#define NVML_SUCCESS 0
+#define NVML_ERROR_UNINITIALIZED 1
+#define NVML_ERROR_INVALID_ARGUMENT 2
+#define NVML_ERROR_NOT_SUPPORTED 3
+#define NVML_ERROR_INSUFFICIENT_SIZE 7
+#define NVML_ERROR_GPU_IS_LOST 15
+
+typedef struct { int index; int parent; } dev_t_;
+static char *keys[MAXKV], *vals[MAXKV];
+static int nkv = 0, loaded = 0, inited = 0;
+static dev_t_ gpus[MAXGPU];
+static dev_t_ migs[MAXGPU * MAXMIG];
+
+static char *trim(char *s) {
+    char *e;
+    while (*s == ' ' || *s == '\t') s++;
+    e = s + strlen(s);
+    while (e > s && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t')) *--e = 0;
+    if (e - s >= 2 && ((s[0] == '"' && e[-1] == '"') || (s[0] == '\'' && e[-1] == '\''))) { e[-1] = 0; s++; }
+    return s;
+}
+
+static void load(void) {
+    const char *path;
+    FILE *f;
+    char line[1024];
+    int i;
+    if (loaded) return;
+    loaded = 1;
+    for (i = 0; i < MAXGPU; i++) gpus[i].index = i, gpus[i].parent = -1;
+    for (i = 0; i < MAXGPU * MAXMIG; i++) migs[i].index = i % MAXMIG, migs[i].parent = i / MAXMIG;
+    path = getenv("GPUOPS_FAKE_NVML_FIXTURE");
+    if (!path || !(f = fopen(path, "r"))) return;
+    while (fgets(line, sizeof line, f) && nkv < MAXKV) {
+        char *p = trim(line), *c;
+        if (!*p || *p == '#' || !strncmp(p, "---", 3)) continue;
+        c = strstr(p, ": ");
+        if (!c) { c = p + strlen(p) - 1; if (*c != ':') continue; }
+        *c = 0;
+        keys[nkv] = strdup(trim(p));
+        vals[nkv] = strdup(trim(c + 1 + (c[1] ? 1 : 0)));
+        nkv++;
+    }
+    fclose(f);
+}
+
+static const char *get(const char *k) {
+    int i;
+    load();
+    for (i = 0; i < nkv; i++) if (!strcmp(keys[i], k)) return vals[i];
+    return NULL;
+}
+
+static const char *gget(int idx, const char *field) {
+    char k[128];
+    const char *v;
+    snprintf(k, sizeof k, "gpu.%d.%s", idx, field);
+    if ((v = get(k))) return v;
+    snprintf(k, sizeof k, "gpu.*.%s", field);
+    return get(k);
+}
+
+/* returns NVML code for value v; 0 when usable */
+static int vcode(const char *v) {
+    if (!v || !strcmp(v, "unsupported") || !strcmp(v, "null")) return NVML_ERROR_NOT_SUPPORTED;
+    if (!strncmp(v, "error:", 6)) return atoi(v + 6);
+    return 0;
+}
+
+static int gpu_count(void) {
+    const char *v = get("gpu_count");
+    int n = v ? atoi(v) : 0;
+    return n > MAXGPU ? MAXGPU : n;
+}
+
+static int truthy(const char *v) { return v && (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes")); }
+
+/* validate handle; *idx gets GPU index; returns NVML code */
+static int dev(void *h, int *idx, int *mig) {
+    dev_t_ *d = (dev_t_ *)h;
+    if (!inited) return NVML_ERROR_UNINITIALIZED;
+    if (d >= gpus && d < gpus + MAXGPU) { *idx = d->index; *mig = -1; }
+    else if (d >= migs && d < migs + MAXGPU * MAXMIG) { *idx = d->parent; *mig = d->index; }
+    else return NVML_ERROR_INVALID_ARGUMENT;
+    if (truthy(gget(*idx, "lost"))) return NVML_ERROR_GPU_IS_LOST;
+    return 0;
+}
+
+static int getstr(void *h, const char *field, char *buf, unsigned len) {
+    int i, m, rc;
+    const char *v;
+    if ((rc = dev(h, &i, &m))) return rc;
+    v = gget(i, field);
+    if ((rc = vcode(v))) return rc;
+    if (strlen(v) + 1 > len) return NVML_ERROR_INSUFFICIENT_SIZE;
+    strcpy(buf, v);
+    return 0;
+}
+
+#define GETNUM(T, field, out) do { int i_, m_, rc_; const char *v_; \
+    if ((rc_ = dev(h, &i_, &m_))) return rc_; v_ = gget(i_, field); \
+    if ((rc_ = vcode(v_))) return rc_; *(out) = (T)strtoull(v_, NULL, 0); } while (0)
+
+static int sysstr(const char *k, char *buf, unsigned len) {
+    const char *v = get(k);
+    int rc;
+    if (!inited) return NVML_ERROR_UNINITIALIZED;
+    if ((rc = vcode(v))) return rc;
+    if (strlen(v) + 1 > len) return NVML_ERROR_INSUFFICIENT_SIZE;
+    strcpy(buf, v);
+    return 0;
+}
+
+int nvmlInitWithFlags(unsigned flags) {
+    const char *v = get("init_error");
+    (void)flags;
+    if (v && atoi(v)) return atoi(v);
+    inited = 1;
+    return 0;
+}
+int nvmlInit_v2(void) { return nvmlInitWithFlags(0); }
+int nvmlInit(void) { return nvmlInitWithFlags(0); }
+int nvmlShutdown(void) { if (!inited) return NVML_ERROR_UNINITIALIZED; inited = 0; return 0; }
+
+const char *nvmlErrorString(int rc) {
+    switch (rc) {
+    case 0: return "Success";
+    case 1: return "Uninitialized";
+    case 2: return "Invalid Argument";
+    case 3: return "Not Supported";
+    case 4: return "Insufficient Permissions";
+    case 9: return "Driver Not Loaded";
+    case 12: return "NVML Shared Library Not Found";
+    case 13: return "Function Not Found";
+    case 15: return "GPU is lost";
+    case 18: return "Driver/library version mismatch";
+    default: return "Unknown Error";
+    }
+}
+
+int nvmlSystemGetDriverVersion(char *b, unsigned l) { return sysstr("driver_version", b, l); }
+int nvmlSystemGetNVMLVersion(char *b, unsigned l) { return sysstr("nvml_version", b, l); }
+int nvmlSystemGetCudaDriverVersion(int *v) {
+    const char *s = get("cuda_version");
+    int rc;
+    if (!inited) return NVML_ERROR_UNINITIALIZED;
+    if ((rc = vcode(s))) return rc;
+    *v = atoi(s);
+    return 0;
+}
+int nvmlSystemGetCudaDriverVersion_v2(int *v) { return nvmlSystemGetCudaDriverVersion(v); }
+
+int nvmlDeviceGetCount_v2(unsigned *n) { if (!inited) return NVML_ERROR_UNINITIALIZED; *n = gpu_count(); return 0; }
+int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **h) {
+    if (!inited) return NVML_ERROR_UNINITIALIZED;
+    if ((int)i >= gpu_count()) return NVML_ERROR_INVALID_ARGUMENT;
+    if (truthy(gget(i, "lost"))) return NVML_ERROR_GPU_IS_LOST;
+    *h = &gpus[i];
+    return 0;
+}
+
+int nvmlDeviceGetName(void *h, char *b, unsigned l) { return getstr(h, "name", b, l); }
+int nvmlDeviceGetSerial(void *h, char *b, unsigned l) { return getstr(h, "serial", b, l); }
+int nvmlDeviceGetVbiosVersion(void *h, char *b, unsigned l) { return getstr(h, "vbios", b, l); }
+int nvmlDeviceGetUUID(void *h, char *b, unsigned l) {
+    int i, m, rc;
+    if ((rc = dev(h, &i, &m))) return rc;
+    if (m < 0) return getstr(h, "uuid", b, l);
+    /* MIG device: derived from the parent's UUID */
+    {
+        const char *pu = gget(i, "uuid");
+        if ((rc = vcode(pu))) return rc;
+        snprintf(b, l, "MIG-%s-%d", strncmp(pu, "GPU-", 4) ? pu : pu + 4, m);
+    }
+    return 0;
+}
+
+typedef struct {
+    char busIdLegacy[16];
+    unsigned domain, bus, device, pciDeviceId, pciSubSystemId;
+    char busId[32];
+} pci_t;
+int nvmlDeviceGetPciInfo_v3(void *h, pci_t *p) {
+    int i, m, rc;
+    const char *v;
+    if ((rc = dev(h, &i, &m))) return rc;
+    memset(p, 0, sizeof *p);
+    v = gget(i, "bus_id");
+    if ((rc = vcode(v))) return rc;
+    snprintf(p->busId, sizeof p->busId, "%s", v);
+    snprintf(p->busIdLegacy, sizeof p->busIdLegacy, "%s", v);
+    v = gget(i, "pci_device_id");
+    p->pciDeviceId = v ? (unsigned)strtoul(v, NULL, 0) : 0;
+    v = gget(i, "pci_subsystem_id");
+    p->pciSubSystemId = v ? (unsigned)strtoul(v, NULL, 0) : 0;
+    return 0;
+}
+int nvmlDeviceGetPciInfo_v2(void *h, pci_t *p) { return nvmlDeviceGetPciInfo_v3(h, p); }
+
+int nvmlDeviceGetArchitecture(void *h, unsigned *a) { GETNUM(unsigned, "architecture", a); return 0; }
+int nvmlDeviceGetCudaComputeCapability(void *h, int *maj, int *min) {
+    GETNUM(int, "cc_major", maj); GETNUM(int, "cc_minor", min); return 0;
+}
+
+typedef struct { unsigned long long total, free, used; } mem_t;
+int nvmlDeviceGetMemoryInfo(void *h, mem_t *mm) {
+    int i, m, rc;
+    if ((rc = dev(h, &i, &m))) return rc;
+    if (m >= 0) {
+        GETNUM(unsigned long long, "mig_memory_total", &mm->total);
+        mm->used = 0;
+    } else {
+        GETNUM(unsigned long long, "memory_total", &mm->total);
+        GETNUM(unsigned long long, "memory_used", &mm->used);
+    }
+    mm->free = mm->total - mm->used;
+    return 0;
+}
+
+int nvmlDeviceGetMigMode(void *h, unsigned *cur, unsigned *pend) {
+    GETNUM(unsigned, "mig_current", cur); GETNUM(unsigned, "mig_pending", pend); return 0;
+}
+int nvmlDeviceGetMaxMigDeviceCount(void *h, unsigned *n) { GETNUM(unsigned, "mig_max_devices", n); return 0; }
+int nvmlDeviceGetMigDeviceHandleByIndex(void *h, unsigned j, void **out) {
+    int i, m, rc;
+    unsigned n = 0;
+    if ((rc = dev(h, &i, &m))) return rc;
+    GETNUM(unsigned, "mig_devices", &n);
+    if (j >= n || j >= MAXMIG) return 6; /* NVML_ERROR_NOT_FOUND */
+    *out = &migs[i * MAXMIG + j];
+    return 0;
+}
+int nvmlDeviceIsMigDeviceHandle(void *h, unsigned *r) { int i, m, rc; if ((rc = dev(h, &i, &m))) return rc; *r = m >= 0; return 0; }
+
+int nvmlDeviceGetEccMode(void *h, unsigned *cur, unsigned *pend) {
+    GETNUM(unsigned, "ecc_current", cur); GETNUM(unsigned, "ecc_pending", pend); return 0;
+}
+int nvmlDeviceGetTotalEccErrors(void *h, unsigned type, unsigned counter, unsigned long long *c) {
+    /* type 0 = corrected, 1 = uncorrected; counter 0 = volatile, 1 = aggregate */
+    static const char *f[2][2] = {{"ecc_volatile_corrected", "ecc_aggregate_corrected"},
+                                  {"ecc_volatile_uncorrected", "ecc_aggregate_uncorrected"}};
+    if (type > 1 || counter > 1) return NVML_ERROR_INVALID_ARGUMENT;
+    GETNUM(unsigned long long, f[type][counter], c);
+    return 0;
+}
+int nvmlDeviceGetRetiredPages(void *h, unsigned cause, unsigned *count, unsigned long long *addrs) {
+    /* cause 0 = multiple single-bit, 1 = double-bit */
+    unsigned n = 0, k;
+    GETNUM(unsigned, cause ? "retired_pages_dbe" : "retired_pages_sbe", &n);
+    if (!addrs) { *count = n; return 0; }
+    if (*count < n) { *count = n; return NVML_ERROR_INSUFFICIENT_SIZE; }
+    for (k = 0; k < n; k++) addrs[k] = 0x1000ULL * (k + 1);
+    *count = n;
+    return 0;
+}
+int nvmlDeviceGetRetiredPagesPendingStatus(void *h, unsigned *p) { GETNUM(unsigned, "retired_pages_pending", p); return 0; }
+int nvmlDeviceGetRemappedRows(void *h, unsigned *c, unsigned *u, unsigned *p, unsigned *f) {
+    GETNUM(unsigned, "remapped_rows_corrected", c); GETNUM(unsigned, "remapped_rows_uncorrected", u);
+    GETNUM(unsigned, "remapped_rows_pending", p); GETNUM(unsigned, "remapped_rows_failure", f);
+    return 0;
+}
+int nvmlDeviceGetTemperature(void *h, unsigned sensor, unsigned *t) {
+    if (sensor != 0) return NVML_ERROR_NOT_SUPPORTED;
+    GETNUM(unsigned, "temperature", t);
+    return 0;
+}
+int nvmlDeviceGetPowerUsage(void *h, unsigned *p) { GETNUM(unsigned, "power_usage_mw", p); return 0; }
+int nvmlDeviceGetEnforcedPowerLimit(void *h, unsigned *p) { GETNUM(unsigned, "power_limit_mw", p); return 0; }
+int nvmlDeviceGetPersistenceMode(void *h, unsigned *p) { GETNUM(unsigned, "persistence_mode", p); return 0; }
+int nvmlDeviceGetComputeMode(void *h, unsigned *p) { GETNUM(unsigned, "compute_mode", p); return 0; }
+int nvmlDeviceGetCurrentClocksEventReasons(void *h, unsigned long long *r) { GETNUM(unsigned long long, "clock_event_reasons", r); return 0; }
+int nvmlDeviceGetCurrentClocksThrottleReasons(void *h, unsigned long long *r) { return nvmlDeviceGetCurrentClocksEventReasons(h, r); }
+int nvmlDeviceGetCurrPcieLinkGeneration(void *h, unsigned *g) { GETNUM(unsigned, "pcie_generation", g); return 0; }
+int nvmlDeviceGetCurrPcieLinkWidth(void *h, unsigned *w) { GETNUM(unsigned, "pcie_width", w); return 0; }
+
+typedef struct {
+    unsigned char clusterUuid[16];
+    unsigned status;
+    unsigned cliqueId;
+    unsigned state;
+} fabric_t;
+int nvmlDeviceGetGpuFabricInfo(void *h, fabric_t *fi) {
+    memset(fi, 0, sizeof *fi);
+    GETNUM(unsigned, "fabric_state", &fi->state);
+    GETNUM(unsigned, "fabric_status", &fi->status);
+    GETNUM(unsigned, "fabric_clique_id", &fi->cliqueId);
+    return 0;
+}
