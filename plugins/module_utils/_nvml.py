@@ -316,3 +316,15 @@ def collect(pynvml, library_path=None, host_root='/', driver_root=DEFAULT_DRIVER
     finally:
         sess.call(pynvml.nvmlShutdown)
     return facts
+
+
+def require_gpus_problem(facts):
+    """Message for require_gpus, or None when the node has usable GPUs."""
+    if not facts['available']:
+        return 'NVML unavailable (%s): %s' % (facts['reason'], facts['hint'])
+    if not facts['gpu_count']:
+        return 'NVML reports no GPUs'
+    failed = ['%d (%s)' % (g['index'], g['error']['reason']) for g in facts['gpus'] if g.get('error')]
+    if failed:
+        return 'GPUs with errors: %s' % ', '.join(failed)
+    return None
