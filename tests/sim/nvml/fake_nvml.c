@@ -117,8 +117,11 @@ static int getstr(void *h, const char *field, char *buf, unsigned len) {
 }
 
 #define GETNUM(T, field, out) do { int i_, m_, rc_; const char *v_; \
-    if ((rc_ = dev(h, &i_, &m_))) return rc_; v_ = gget(i_, field); \
-    if ((rc_ = vcode(v_))) return rc_; *(out) = (T)strtoull(v_, NULL, 0); } while (0)
+        if ((rc_ = dev(h, &i_, &m_))) { return rc_; } \
+        v_ = gget(i_, field); \
+        if ((rc_ = vcode(v_))) { return rc_; } \
+        *(out) = (T)strtoull(v_, NULL, 0); \
+    } while (0)
 
 static int sysstr(const char *k, char *buf, unsigned len) {
     const char *v = get(k);
@@ -130,9 +133,18 @@ static int sysstr(const char *k, char *buf, unsigned len) {
     return 0;
 }
 
+static void unload(void) {
+    int i;
+    for (i = 0; i < nkv; i++) { free(keys[i]); free(vals[i]); }
+    nkv = 0;
+    loaded = 0;
+}
+
 int nvmlInitWithFlags(unsigned flags) {
-    const char *v = get("init_error");
+    const char *v;
     (void)flags;
+    unload(); /* re-read the fixture on every init, so one process can switch fixtures */
+    v = get("init_error");
     if (v && atoi(v)) return atoi(v);
     inited = 1;
     return 0;
