@@ -49,7 +49,7 @@ except ImportError:
     HAS_KUBERNETES = False
     KUBERNETES_IMPORT_ERROR = traceback.format_exc()
 
-    class ConfigException(Exception):  # type: ignore  # noqa: N818 - mirrors the kubernetes name
+    class ConfigException(Exception):  # type: ignore
         pass
 
 
@@ -70,7 +70,7 @@ class K8sError(Exception):
     """
 
     def __init__(self, msg, status=0, details=None):
-        super(K8sError, self).__init__(msg)
+        super().__init__(msg)
         self.msg = msg
         self.status = status
         self.details = details or {}
@@ -112,15 +112,19 @@ def _read_kubeconfig(path):
     try:
         with open(path, "rb") as handle:
             data = yaml.safe_load(handle)
-    except (IOError, OSError) as exc:
+    except OSError as exc:
         raise K8sError(
             "kubeconfig %r could not be read (%s). Set the kubeconfig option (or K8S_AUTH_KUBECONFIG/KUBECONFIG) "
             "to a readable kubeconfig file." % (path, exc.strerror or exc)
         )
     except yaml.YAMLError as exc:
-        raise K8sError("kubeconfig %r is not valid YAML (%s). Point kubeconfig at a valid kubeconfig file." % (path, exc))
+        raise K8sError(
+            "kubeconfig %r is not valid YAML (%s). Point kubeconfig at a valid kubeconfig file." % (path, exc)
+        )
     if not isinstance(data, dict):
-        raise K8sError("kubeconfig %r is not a kubeconfig (expected a mapping with clusters, users and contexts)." % path)
+        raise K8sError(
+            "kubeconfig %r is not a kubeconfig (expected a mapping with clusters, users and contexts)." % path
+        )
     return data
 
 
@@ -199,7 +203,9 @@ def load_configuration(kubeconfig=None, context=None, in_cluster=None, validate_
 
 def build_api_client(kubeconfig=None, context=None, in_cluster=None, **kwargs):
     """A ``kubernetes.client.ApiClient`` for code that wants the typed APIs (slower for big LISTs)."""
-    return k8s_client.ApiClient(load_configuration(kubeconfig=kubeconfig, context=context, in_cluster=in_cluster, **kwargs))
+    return k8s_client.ApiClient(
+        load_configuration(kubeconfig=kubeconfig, context=context, in_cluster=in_cluster, **kwargs)
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -302,7 +308,7 @@ class K8sClient:
         return headers
 
     def url(self, path, query=None):
-        query = dict((k, v) for k, v in (query or {}).items() if v is not None and v != "")
+        query = {k: v for k, v in (query or {}).items() if v is not None and v != ""}
         return self.host + path + ("?" + urlencode(sorted(query.items())) if query else "")
 
     def get(self, path, query=None, what=None):

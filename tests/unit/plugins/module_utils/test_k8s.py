@@ -23,16 +23,15 @@ def _bootstrap_collection():
 
 _bootstrap_collection()
 
-import urllib3  # noqa: E402
-from kubernetes import client as k8s_client  # noqa: E402
-
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _k8s  # noqa: E402
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (  # noqa: E402
+import urllib3
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _k8s
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (
     K8sClient,
     K8sError,
     RetryPolicy,
     load_configuration,
 )
+from kubernetes import client as k8s_client
 
 # ------------------------------------------------------------------------------------------------
 # Doubles
@@ -263,8 +262,17 @@ class TestList:
             client.list_custom("nvidia.com", "v1", "clusterpolicies", missing_ok=False)
 
     def test_version_is_reduced_to_four_fields(self):
-        client, _, _ = make_client(Resp(body={"gitVersion": "v1.33.1", "major": "1", "minor": "33",
-                                              "platform": "linux/amd64", "goVersion": "go1.24"}))
+        client, _, _ = make_client(
+            Resp(
+                body={
+                    "gitVersion": "v1.33.1",
+                    "major": "1",
+                    "minor": "33",
+                    "platform": "linux/amd64",
+                    "goVersion": "go1.24",
+                }
+            )
+        )
         assert client.version() == {"git_version": "v1.33.1", "major": "1", "minor": "33", "platform": "linux/amd64"}
 
 

@@ -1,0 +1,416 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
+# incompatibly at any time, including in a patch release. Do not use it elsewhere.
+
+"""The cluster's GPU view, built from raw Kubernetes JSON (dicts as the API returns them).
+
+Pure functions: no I/O, so they are tested with plain dicts. Input is what a handful of LISTs return
+(nodes, pods of the operator namespace, ClusterPolicies, NVIDIADrivers); the cost is linear in the
+number of objects.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+GPU_RESOURCE = "nvidia.com/gpu"
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
+UPGRADE_SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"
+DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."
+
+#: Labels that make a node a GPU node when no label_selector is given (any one is enough): the
+#: operator's own label and the three NFD PCI vendor labels the operator itself looks for.
+GPU_NODE_LABELS = (
+    "nvidia.com/gpu.present",
+    "feature.node.kubernetes.io/pci-10de.present",
+    "feature.node.kubernetes.io/pci-0302_10de.present",
+    "feature.node.kubernetes.io/pci-0300_10de.present",
+)
+
+#: Operand DaemonSet / app label -> component name (the suffix of ``nvidia.com/gpu.deploy.<component>``).
+COMPONENTS = {
+    "nvidia-driver-daemonset": "driver",
+    "nvidia-container-toolkit-daemonset": "container-toolkit",
+    "nvidia-device-plugin-daemonset": "device-plugin",
+    "nvidia-device-plugin-mps-control-daemon": "device-plugin-mps",
+    "gpu-feature-discovery": "gpu-feature-discovery",
+    "nvidia-dcgm": "dcgm",
+    "nvidia-dcgm-exporter": "dcgm-exporter",
+    "nvidia-operator-validator": "operator-validator",
+    "nvidia-mig-manager": "mig-manager",
+    "nvidia-node-status-exporter": "node-status-exporter",
+    "nvidia-sandbox-device-plugin-daemonset": "sandbox-device-plugin",
+    "nvidia-sandbox-validator": "sandbox-validator",
+    "nvidia-vfio-manager": "vfio-manager",
+    "nvidia-vgpu-manager-daemonset": "vgpu-manager",
+    "nvidia-vgpu-device-manager": "vgpu-device-manager",
+    "nvidia-kata-manager": "kata-manager",
+    "nvidia-cc-manager": "cc-manager",
+    "nvidia-cuda-validator": "cuda-validator",
+    "nvidia-device-plugin-validator": "device-plugin-validator",
+}
+
+
+def _labels(obj):
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def _truthy(value):
+    return str(value).lower() == "true"
+
+
+def _int(value):
+    """Kubernetes quantities for GPUs are plain integers; anything else is returned as given (a string)."""
+    if value is None:
+        return None
+    try:
+        return int(str(value))
+    except ValueError:
+        return value
+
+
+def is_gpu_node(node):
+    """True if the node carries any of GPU_NODE_LABELS as ``true`` or has ``nvidia.com/gpu`` capacity.
+
+    ``nvidia.com/gpu.present=false`` (the operator sets it when a GPU disappears) still counts when NFD
+    sees NVIDIA PCI devices: exactly the node an operator wants to look at.
+    """
+    labels = _labels(node)
+    if any(_truthy(labels.get(key)) for key in GPU_NODE_LABELS):
+        return True
+    capacity = (node.get("status") or {}).get("capacity") or {}
+    return bool(_int(capacity.get(GPU_RESOURCE)) or any(k.startswith(MIG_RESOURCE_PREFIX) for k in capacity))
+
+
+def pod_component(pod):
+    """The operand component a pod belongs to, or None for pods that are not operands (e.g. the operator)."""
+    labels = _labels(pod)
+    if labels.get("app.kubernetes.io/component") == "nvidia-driver":
+        return "driver"  # NVIDIADriver-managed driver DaemonSets have per-pool names
+    for key in ("app", "app.kubernetes.io/name"):
+        if labels.get(key) in COMPONENTS:
+            return COMPONENTS[labels[key]]
+    for ref in (pod.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("kind") == "DaemonSet":
+            return COMPONENTS.get(ref.get("name"), ref.get("name"))
+    return None
+
+
+def _gpu_resources(resources):
+    return {k: _int(v) for k, v in (resources or {}).items() if k == GPU_RESOURCE or k.startswith(MIG_RESOURCE_PREFIX)}
+
+
+def _version(labels, prefix, parts):
+    full = labels.get(prefix + ".full")
+    if full:
+        return full
+    values = [labels.get("%s.%s" % (prefix, p)) for p in parts]
+    if not values[0]:
+        return None
+    return ".".join(v for v in values if v)
+
+
+def gpu_labels(labels):
+    """The GPU-relevant facts in a node's labels (GFD, device plugin, mig-manager, operator)."""
+    driver = _version(labels, "nvidia.com/cuda.driver-version", ("major", "minor", "revision"))
+    if driver is None:  # deprecated label names, still emitted
+        driver = _version(labels, "nvidia.com/cuda.driver", ("major", "minor", "rev"))
+    cuda = _version(labels, "nvidia.com/cuda.runtime-version", ("major", "minor"))
+    if cuda is None:
+        cuda = _version(labels, "nvidia.com/cuda.runtime", ("major", "minor"))
+    present = labels.get("nvidia.com/gpu.present")
+    mig_types = {}
+    for key, value in labels.items():
+        # nvidia.com/mig-1g.10gb.count -> {"1g.10gb": {"count": 7, ...}}
+        if key.startswith(MIG_RESOURCE_PREFIX) and "." in key[len(MIG_RESOURCE_PREFIX) :]:
+            rest = key[len(MIG_RESOURCE_PREFIX) :]
+            profile, _, field = rest.rpartition(".")
+            if field in ("count", "memory", "multiprocessors"):
+                mig_types.setdefault(profile, {})[field] = _int(value)
+    return {
+        "present": None if present is None else _truthy(present),
+        "product": labels.get("nvidia.com/gpu.product"),
+        "count": _int(labels.get("nvidia.com/gpu.count")),
+        "memory_mib": _int(labels.get("nvidia.com/gpu.memory")),
+        "family": labels.get("nvidia.com/gpu.family"),
+        "replicas": _int(labels.get("nvidia.com/gpu.replicas")),
+        "sharing_strategy": labels.get("nvidia.com/gpu.sharing-strategy"),
+        "driver_version": driver,
+        "cuda_runtime_version": cuda,
+        "mig": {
+            "capable": None if "nvidia.com/mig.capable" not in labels else _truthy(labels["nvidia.com/mig.capable"]),
+            "strategy": labels.get("nvidia.com/mig.strategy"),
+            "config": labels.get("nvidia.com/mig.config"),
+            "config_state": labels.get("nvidia.com/mig.config.state"),
+            "types": mig_types,
+        },
+    }
+
+
+def _conditions(conditions):
+    return {
+        c.get("type"): {
+            "status": c.get("status"),
+            "reason": c.get("reason"),
+            "message": c.get("message"),
+            "last_transition_time": c.get("lastTransitionTime"),
+        }
+        for c in conditions or []
+        if c.get("type")
+    }
+
+
+def _condition_list(conditions):
+    return [
+        {
+            "type": c.get("type"),
+            "status": c.get("status"),
+            "reason": c.get("reason"),
+            "message": c.get("message"),
+            "last_transition_time": c.get("lastTransitionTime"),
+        }
+        for c in conditions or []
+    ]
+
+
+def pod_summary(pod):
+    """Phase, readiness, restarts and the latest termination/waiting reasons of one pod."""
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    statuses = (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
+    restarts = 0
+    waiting_reason = None
+    last_termination = None  # (finishedAt, reason, container)
+    for cs in statuses:
+        restarts += cs.get("restartCount") or 0
+        state = cs.get("state") or {}
+        # The most telling reason wins: CrashLoopBackOff/ImagePullBackOff over PodInitializing.
+        if state.get("waiting") and waiting_reason in (None, "PodInitializing", "ContainerCreating"):
+            waiting_reason = state["waiting"].get("reason") or waiting_reason
+        for term in ((cs.get("lastState") or {}).get("terminated"), state.get("terminated")):
+            if term and term.get("reason") and term.get("reason") != "Completed":
+                key = term.get("finishedAt") or ""
+                if last_termination is None or key >= last_termination[0]:
+                    last_termination = (key, term.get("reason"), cs.get("name"))
+    ready = _conditions(status.get("conditions")).get("Ready", {}).get("status") == "True"
+    return {
+        "name": meta.get("name"),
+        "phase": status.get("phase"),
+        "ready": ready,
+        "restarts": restarts,
+        "waiting_reason": waiting_reason,
+        "last_termination_reason": last_termination[1] if last_termination else None,
+        "last_termination_container": last_termination[2] if last_termination else None,
+        "terminating": bool(meta.get("deletionTimestamp")),
+        "start_time": status.get("startTime"),
+    }
+
+
+def _better(candidate, current):
+    """Pick the pod that describes a component on a node: not terminating first, then the newest."""
+    return (not candidate["terminating"], candidate["start_time"] or "") > (
+        not current["terminating"],
+        current["start_time"] or "",
+    )
+
+
+def operands_by_node(pods):
+    """``{node_name: {component: summary}}`` for operand pods bound to a node; plus unbound operand pods.
+
+    When a component has several pods on a node (a rollout in progress), the chosen one is the
+    non-terminating newest and the others are named in its ``other_pods``.
+    """
+    by_node = {}
+    unscheduled = []
+    for pod in pods:
+        component = pod_component(pod)
+        if component is None:
+            continue
+        summary = pod_summary(pod)
+        summary["component"] = component
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if not node_name:
+            unscheduled.append(summary)
+            continue
+        components = by_node.setdefault(node_name, {})
+        current = components.get(component)
+        summary["other_pods"] = []
+        if current is None:
+            components[component] = summary
+        elif _better(summary, current):
+            summary["other_pods"] = current["other_pods"] + [current["name"]]
+            current["other_pods"] = []
+            components[component] = summary
+        else:
+            current["other_pods"].append(summary["name"])
+    return by_node, unscheduled
+
+
+def _operand_ok(summary):
+    # Validation workload pods run to completion; Succeeded is their healthy end state.
+    return summary["ready"] or summary["phase"] == "Succeeded"
+
+
+def node_view(node, operands=None):
+    """The per-node GPU view of one node dict (and its operand summaries from :func:`operands_by_node`)."""
+    meta = node.get("metadata") or {}
+    spec = node.get("spec") or {}
+    status = node.get("status") or {}
+    labels = meta.get("labels") or {}
+    info = status.get("nodeInfo") or {}
+    conditions = _conditions(status.get("conditions"))
+    operands = operands or {}
+    deploy = {k[len(DEPLOY_LABEL_PREFIX) :]: v for k, v in labels.items() if k.startswith(DEPLOY_LABEL_PREFIX)}
+    return {
+        "name": meta.get("name"),
+        "gpu": gpu_labels(labels),
+        "capacity": _gpu_resources(status.get("capacity")),
+        "allocatable": _gpu_resources(status.get("allocatable")),
+        "taints": [
+            {"key": t.get("key"), "value": t.get("value"), "effect": t.get("effect")} for t in spec.get("taints") or []
+        ],
+        "unschedulable": bool(spec.get("unschedulable")),
+        "ready": conditions.get("Ready", {}).get("status") == "True",
+        "conditions": conditions,
+        "upgrade_state": labels.get(UPGRADE_STATE_LABEL),
+        "upgrade_skip": _truthy(labels.get(UPGRADE_SKIP_LABEL)),
+        "deploy": deploy,
+        "labels": {k: v for k, v in labels.items() if k.startswith("nvidia.com/") or "10de" in k},
+        "kubelet_version": info.get("kubeletVersion"),
+        "kernel_version": info.get("kernelVersion"),
+        "os_image": info.get("osImage"),
+        "container_runtime_version": info.get("containerRuntimeVersion"),
+        "operands": operands,
+        "operands_ready": all(_operand_ok(s) for s in operands.values()),
+    }
+
+
+def _cr_summary(obj):
+    meta = obj.get("metadata") or {}
+    status = obj.get("status") or {}
+    return {
+        "name": meta.get("name"),
+        "state": status.get("state"),
+        "ready": status.get("state") == "ready",
+        "conditions": _condition_list(status.get("conditions")),
+        "generation": meta.get("generation"),
+        "creation_timestamp": meta.get("creationTimestamp"),
+    }
+
+
+def cluster_policy_view(policies):
+    """The ClusterPolicy the operator acts on (the first not ``ignored``, by name), or None."""
+    if not policies:
+        return None
+    ordered = sorted(policies, key=lambda p: ((p.get("status") or {}).get("state") == "ignored", p["metadata"]["name"]))
+    obj = ordered[0]
+    spec = obj.get("spec") or {}
+    driver = spec.get("driver") or {}
+    view = _cr_summary(obj)
+    view.update(
+        {
+            "driver": {
+                "enabled": driver.get("enabled"),
+                "version": driver.get("version"),
+                "repository": driver.get("repository"),
+                "use_nvidia_driver_crd": bool(driver.get("useNvidiaDriverCRD")),
+                "upgrade_policy": driver.get("upgradePolicy"),
+            },
+            "mig_strategy": (spec.get("mig") or {}).get("strategy"),
+            "namespace": (obj.get("status") or {}).get("namespace"),
+        }
+    )
+    return view
+
+
+def nvidia_driver_view(obj):
+    spec = obj.get("spec") or {}
+    view = _cr_summary(obj)
+    view.update(
+        {
+            "driver_type": spec.get("driverType"),
+            "version": spec.get("version"),
+            "repository": spec.get("repository"),
+            "default": bool(spec.get("default")),
+            "node_selector": spec.get("nodeSelector") or {},
+            "use_precompiled": spec.get("usePrecompiled"),
+            "kernel_module_type": spec.get("kernelModuleType"),
+            "upgrade_policy": spec.get("upgradePolicy"),
+        }
+    )
+    return view
+
+
+def _add(counter, key, amount=1):
+    if key is not None:
+        counter[key] = counter.get(key, 0) + amount
+
+
+def totals(nodes, unscheduled_operands=()):
+    """Fleet totals over node views (a list)."""
+    out = {
+        "nodes": len(nodes),
+        "nodes_ready": 0,
+        "nodes_unschedulable": 0,
+        "nodes_operands_ready": 0,
+        "gpu_capacity": 0,
+        "gpu_allocatable": 0,
+        "mig_capacity": {},
+        "mig_allocatable": {},
+        "products": {},
+        "driver_versions": {},
+        "upgrade_states": {},
+        "operand_pods": len(unscheduled_operands),
+        "operand_pods_not_ready": sum(1 for s in unscheduled_operands if not _operand_ok(s)),
+        "operand_pods_unscheduled": len(unscheduled_operands),
+    }
+    for node in nodes:
+        out["nodes_ready"] += node["ready"]
+        out["nodes_unschedulable"] += node["unschedulable"]
+        out["nodes_operands_ready"] += node["operands_ready"]
+        for field, target in (("capacity", "gpu_capacity"), ("allocatable", "gpu_allocatable")):
+            value = node[field].get(GPU_RESOURCE)
+            if isinstance(value, int):
+                out[target] += value
+            for res, amount in node[field].items():
+                if res.startswith(MIG_RESOURCE_PREFIX) and isinstance(amount, int):
+                    _add(out["mig_" + field], res, amount)
+        _add(out["products"], node["gpu"]["product"])
+        _add(out["driver_versions"], node["gpu"]["driver_version"])
+        _add(out["upgrade_states"], node["upgrade_state"])
+        out["operand_pods"] += len(node["operands"])
+        out["operand_pods_not_ready"] += sum(1 for s in node["operands"].values() if not _operand_ok(s))
+    return out
+
+
+def cluster_view(nodes, pods, cluster_policies=None, nvidia_drivers=None, gpu_nodes_only=True):
+    """Everything the module returns except request counts and the server version.
+
+    ``nodes`` and ``pods`` are lists of raw dicts; ``cluster_policies``/``nvidia_drivers`` are lists or
+    None (None: the CRD is not installed). With ``gpu_nodes_only`` nodes failing :func:`is_gpu_node` are
+    dropped (used when no label selector narrowed the LIST server-side).
+    """
+    by_node, unscheduled = operands_by_node(pods)
+    views = []
+    for node in nodes:
+        if gpu_nodes_only and not is_gpu_node(node):
+            continue
+        name = (node.get("metadata") or {}).get("name")
+        views.append(node_view(node, by_node.get(name)))
+    views.sort(key=lambda v: v["name"] or "")
+    return {
+        "nodes": {v["name"]: v for v in views},
+        "cluster_policy": cluster_policy_view(cluster_policies),
+        "nvidia_drivers": sorted((nvidia_driver_view(d) for d in nvidia_drivers or []), key=lambda d: d["name"] or ""),
+        "crds": {
+            "clusterpolicies.nvidia.com": cluster_policies is not None,
+            "nvidiadrivers.nvidia.com": nvidia_drivers is not None,
+        },
+        "unscheduled_operands": unscheduled,
+        "totals": totals(views, unscheduled),
+    }
