@@ -1,0 +1,247 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: gpu_cluster_info
+short_description: The Kubernetes view of every GPU node, GPU Operator operand and driver CR
+description:
+  - Reads GPU node labels, C(nvidia.com/gpu) and C(nvidia.com/mig-*) capacity and allocatable, taints, conditions,
+    cordon, the driver upgrade state, and the GPU Operator operand pods on each node, plus the ClusterPolicy,
+    the NVIDIADriver resources and the Kubernetes version.
+  - Uses a fixed, small number of paginated LIST requests whatever the cluster size (nodes, pods of the operator
+    namespace, ClusterPolicies, NVIDIADrivers, C(/version)); never one request per node. A LIST of 500 objects
+    is one request, so 1,000 GPU nodes with 7 operands each take about 20 requests with O(page_size=500).
+  - Read-only. Needs RBAC C(list) on nodes, on pods in O(operator_namespace), and on
+    C(clusterpolicies.nvidia.com) and C(nvidiadrivers.nvidia.com).
+  - Transient API failures (HTTP 429, 5xx, connection errors) are retried with exponential backoff and jitter,
+    honouring C(Retry-After).
+author:
+  - gpuops.gpu_operator contributors
+requirements:
+  - kubernetes >= 29.0.0 (Python library, for kubeconfig handling)
+extends_documentation_fragment:
+  - gpuops.gpu_operator.kubeconfig
+attributes:
+  check_mode:
+    support: full
+    description: The module never changes anything; check mode returns the same data.
+  diff_mode:
+    support: none
+    description: Nothing changes, so there is no diff.
+options:
+  label_selector:
+    description:
+      - Kubernetes label selector for the nodes to report, applied by the API server, for example
+        V(nvidia.com/gpu.product=Tesla-T4) or V(gpuops.io/pool in (canary\)).
+      - When omitted, every node is listed and the GPU nodes are kept. A GPU node is one with any of the labels
+        C(nvidia.com/gpu.present=true), C(feature.node.kubernetes.io/pci-10de.present=true),
+        C(feature.node.kubernetes.io/pci-0302_10de.present=true), C(feature.node.kubernetes.io/pci-0300_10de.present=true),
+        or with C(nvidia.com/gpu) or C(nvidia.com/mig-*) capacity. Label selectors cannot express this OR, and
+        the NFD labels also catch nodes the operator has not labelled yet or has marked C(nvidia.com/gpu.present=false)
+        after a GPU fell off the bus.
+      - With a selector, the matching nodes are reported whether or not they look like GPU nodes.
+    type: str
+  operator_namespace:
+    description: Namespace of the GPU Operator and its operand pods.
+    type: str
+    default: gpu-operator
+  page_size:
+    description: Objects per LIST page (the C(limit) parameter). Larger pages mean fewer requests and more memory.
+    type: int
+    default: 500
+notes:
+  - O(nodes) is a dictionary keyed by node name so that a play can look a node up with
+    C(result.nodes[inventory_hostname]); use C(result.nodes | dict2items) or C(result.nodes.values()) to iterate.
+  - The response JSON is parsed directly, without the kubernetes client model classes, which keeps a
+    1,000-node LIST fast. See C(docs/cluster-info.md) in the collection for measured figures.
+seealso:
+  - module: kubernetes.core.k8s_info
+    description: Arbitrary Kubernetes objects, for anything this module does not summarise.
+"""
+
+EXAMPLES = r"""
+- name: Read the cluster's GPU view
+  gpuops.gpu_operator.gpu_cluster_info:
+    kubeconfig: ~/.kube/config
+  register: gpu_info
+
+- name: Every GPU node advertises all of its GPUs
+  ansible.builtin.assert:
+    that:
+      - item.value.allocatable['nvidia.com/gpu'] | default(0) == item.value.gpu.count
+    fail_msg: "{{ item.key }}: allocatable {{ item.value.allocatable }} != gpu.count {{ item.value.gpu.count }}"
+    quiet: true
+  loop: "{{ gpu_info.nodes | dict2items }}"
+  loop_control:
+    label: "{{ item.key }}"
+
+- name: Only the canary pool, operator in a custom namespace
+  gpuops.gpu_operator.gpu_cluster_info:
+    context: prod
+    label_selector: gpuops.io/pool=canary
+    operator_namespace: nvidia-gpu-operator
+  register: canary
+
+- name: Nodes whose driver upgrade failed
+  ansible.builtin.debug:
+    msg: "{{ gpu_info.nodes | dict2items | selectattr('value.upgrade_state', 'equalto', 'upgrade-failed')
+             | map(attribute='key') | list }}"
+"""
+
+RETURN = r"""
+nodes:
+  description:
+    - GPU nodes keyed by node name (see O(label_selector) for which nodes).
+    - Each value has C(name); C(gpu) (from labels - C(present), C(product), C(count), C(memory_mib), C(family),
+      C(replicas), C(sharing_strategy), C(driver_version), C(cuda_runtime_version), and C(mig) with C(capable),
+      C(strategy), C(config), C(config_state), C(types)); C(capacity) and C(allocatable) (only C(nvidia.com/gpu) and
+      C(nvidia.com/mig-*), as integers); C(taints) (list of C(key), C(value), C(effect)); C(unschedulable) (cordoned);
+      C(ready); C(conditions) (by type - C(status), C(reason), C(message), C(last_transition_time));
+      C(upgrade_state) (label C(nvidia.com/gpu-driver-upgrade-state), null when absent); C(upgrade_skip);
+      C(deploy) (the C(nvidia.com/gpu.deploy.<component>) labels by component); C(labels) (all C(nvidia.com/*) and
+      NVIDIA PCI labels); C(kubelet_version), C(kernel_version), C(os_image), C(container_runtime_version);
+      C(operands) and C(operands_ready).
+    - C(operands) maps a component (C(driver), C(container-toolkit), C(device-plugin), C(gpu-feature-discovery),
+      C(dcgm-exporter), C(operator-validator), C(mig-manager), ...) to its pod on the node - C(name), C(phase),
+      C(ready), C(restarts) (all containers, init included), C(waiting_reason), C(last_termination_reason),
+      C(last_termination_container), C(terminating), C(start_time), C(other_pods) (more pods of the same component
+      on the node, during a rollout).
+    - C(operands_ready) is true when every operand pod on the node is Ready (or Succeeded, for validation pods).
+  returned: always
+  type: dict
+  sample:
+    gpu-h100-0:
+      name: gpu-h100-0
+      gpu: {present: true, product: NVIDIA-H100-80GB-HBM3, count: 8, memory_mib: 81559, family: hopper, replicas: 1,
+            sharing_strategy: none, driver_version: 550.127.08, cuda_runtime_version: "12.4",
+            mig: {capable: false, strategy: null, config: null, config_state: null, types: {}}}
+      capacity: {nvidia.com/gpu: 8}
+      allocatable: {nvidia.com/gpu: 8}
+      taints: [{key: nvidia.com/gpu, value: null, effect: NoSchedule}]
+      unschedulable: false
+      ready: true
+      conditions: {Ready: {status: "True", reason: KubeletReady, message: kubelet is posting ready status,
+                           last_transition_time: "2026-01-01T00:00:00Z"}}
+      upgrade_state: upgrade-done
+      upgrade_skip: false
+      deploy: {driver: "true", device-plugin: "true"}
+      operands:
+        device-plugin: {name: nvidia-device-plugin-daemonset-x7k2p, phase: Running, ready: true, restarts: 0,
+                        waiting_reason: null, last_termination_reason: null, last_termination_container: null,
+                        terminating: false, start_time: "2026-01-01T00:00:00Z", other_pods: []}
+      operands_ready: true
+cluster_policy:
+  description:
+    - The ClusterPolicy the operator acts on (the first one by name that is not C(ignored)); null when there is none
+      or the CRD is not installed (see RV(crds)).
+    - Keys C(name), C(state), C(ready), C(conditions) (list of C(type), C(status), C(reason), C(message),
+      C(last_transition_time)), C(generation), C(creation_timestamp), C(namespace), C(mig_strategy), and C(driver)
+      with C(enabled), C(version), C(repository), C(use_nvidia_driver_crd), C(upgrade_policy).
+  returned: always
+  type: dict
+  sample: {name: cluster-policy, state: ready, ready: true, conditions: [], driver: {version: 550.127.08}}
+nvidia_drivers:
+  description:
+    - NVIDIADriver resources sorted by name; empty when there are none or the CRD is not installed.
+    - Keys C(name), C(state), C(ready), C(conditions), C(generation), C(creation_timestamp), C(driver_type), C(version),
+      C(repository), C(default), C(node_selector), C(use_precompiled), C(kernel_module_type), C(upgrade_policy).
+  returned: always
+  type: list
+  elements: dict
+crds:
+  description: Whether the C(clusterpolicies.nvidia.com) and C(nvidiadrivers.nvidia.com) CRDs answered a LIST.
+  returned: always
+  type: dict
+  sample: {clusterpolicies.nvidia.com: true, nvidiadrivers.nvidia.com: true}
+unscheduled_operands:
+  description: Operand pods not bound to any node (for example Pending because a taint is not tolerated).
+  returned: always
+  type: list
+  elements: dict
+kubernetes_version:
+  description: The API server's C(/version) - C(git_version), C(major), C(minor), C(platform).
+  returned: always
+  type: dict
+  sample: {git_version: v1.33.1, major: "1", minor: "33", platform: linux/amd64}
+totals:
+  description:
+    - Fleet totals over RV(nodes) - C(nodes), C(nodes_ready), C(nodes_unschedulable), C(nodes_operands_ready),
+      C(gpu_capacity), C(gpu_allocatable), C(mig_capacity) and C(mig_allocatable) (by resource name),
+      C(products), C(driver_versions) and C(upgrade_states) (node counts by value), C(operand_pods),
+      C(operand_pods_not_ready), C(operand_pods_unscheduled).
+  returned: always
+  type: dict
+  sample: {nodes: 3, nodes_ready: 3, gpu_capacity: 17, gpu_allocatable: 17, upgrade_states: {upgrade-done: 3}}
+api_requests:
+  description: HTTP requests made to the API server, retries and every LIST page included.
+  returned: always
+  type: int
+  sample: 5
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._cluster_view import cluster_view
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (
+    K8sError,
+    client_from_params,
+    require_kubernetes,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s_args import KUBECONFIG_ARG_SPEC
+
+
+def argspec():
+    spec = dict(KUBECONFIG_ARG_SPEC)
+    spec.update(
+        {
+            "label_selector": {"type": "str"},
+            "operator_namespace": {"type": "str", "default": "gpu-operator"},
+            "page_size": {"type": "int", "default": 500},
+        }
+    )
+    return spec
+
+
+def gather(client, label_selector=None, operator_namespace="gpu-operator", page_size=500):
+    """All LISTs the view needs, then the view itself. ``client`` is a ``_k8s.K8sClient``."""
+    version = client.version()
+    nodes = client.list_core("nodes", label_selector=label_selector, page_size=page_size)
+    pods = client.list_core("pods", namespace=operator_namespace, page_size=page_size)
+    policies = client.list_custom("nvidia.com", "v1", "clusterpolicies", page_size=page_size)
+    drivers = client.list_custom("nvidia.com", "v1alpha1", "nvidiadrivers", page_size=page_size)
+    result = cluster_view(nodes, pods, policies, drivers, gpu_nodes_only=not label_selector)
+    result["kubernetes_version"] = version
+    result["api_requests"] = client.requests
+    return result
+
+
+def execute_module(module):
+    if module.params["page_size"] < 1:
+        module.fail_json(msg="page_size must be at least 1, got %d" % module.params["page_size"])
+    client = client_from_params(module.params)
+    result = gather(
+        client,
+        label_selector=module.params["label_selector"],
+        operator_namespace=module.params["operator_namespace"],
+        page_size=module.params["page_size"],
+    )
+    module.exit_json(changed=False, **result)
+
+
+def main():
+    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    require_kubernetes(module)
+    try:
+        execute_module(module)
+    except K8sError as exc:
+        module.fail_json(msg=exc.msg, status=exc.status)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,218 @@
+"""Specification of plugins/modules/gpu_cluster_info.py with a stubbed API server (no cluster)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+
+def _bootstrap_collection():
+    """Make ``ansible_collections.gpuops.gpu_operator`` importable from this checkout (build/collections link)."""
+    root = Path(__file__).resolve().parents[4]
+    base = root / "build" / "collections"
+    link = base / "ansible_collections" / "gpuops" / "gpu_operator"
+    if not link.exists():
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(root)
+    if str(base) not in sys.path:
+        sys.path.insert(0, str(base))
+
+
+_bootstrap_collection()
+
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import K8sClient, RetryPolicy
+from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_cluster_info
+from kubernetes import client as k8s_client
+
+
+class Resp:
+    def __init__(self, status, body, reason="OK"):
+        self.status, self.data, self.headers, self.reason = status, json.dumps(body).encode(), {}, reason
+
+
+class FakeApiServer:
+    """Serves LISTs from in-memory collections, paginating with limit/continue like the API server."""
+
+    def __init__(self, nodes=(), pods=(), policies=(), drivers=(), missing=(), forbidden=()):
+        self.collections = {
+            "/api/v1/nodes": list(nodes),
+            "/api/v1/namespaces/gpu-operator/pods": list(pods),
+            "/apis/nvidia.com/v1/clusterpolicies": list(policies),
+            "/apis/nvidia.com/v1alpha1/nvidiadrivers": list(drivers),
+        }
+        self.missing, self.forbidden = set(missing), set(forbidden)
+        self.paths = []
+
+    def request(self, method, url, headers=None, timeout=None, retries=None):
+        assert method == "GET", "gpu_cluster_info must only read"
+        parts = urlsplit(url)
+        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        self.paths.append((parts.path, query))
+        if parts.path == "/version":
+            return Resp(200, {"gitVersion": "v1.33.1", "major": "1", "minor": "33", "platform": "linux/amd64"})
+        if parts.path in self.forbidden:
+            return Resp(403, {"message": "forbidden"}, "Forbidden")
+        if parts.path in self.missing or parts.path not in self.collections:
+            return Resp(404, {"message": "the server could not find the requested resource"}, "Not Found")
+        items = self.collections[parts.path]
+        if "labelSelector" in query:
+            key, _, value = query["labelSelector"].partition("=")
+            items = [i for i in items if i["metadata"].get("labels", {}).get(key) == value]
+        start = int(query.get("continue", 0))
+        limit = int(query.get("limit", len(items) or 1))
+        rest = start + limit
+        meta = {"continue": str(rest) if rest < len(items) else None}
+        return Resp(200, {"items": items[start:rest], "metadata": meta})
+
+
+def run_module(server, monkeypatch, **args):
+    def fake_client(params, retry=None):
+        cfg = k8s_client.Configuration()
+        cfg.host = "https://api.test"
+        return K8sClient(cfg, retry=RetryPolicy(attempts=1), pool_manager=server)
+
+    monkeypatch.setattr(gpu_cluster_info, "client_from_params", fake_client)
+    outcome = {}
+
+    def capture(kind):
+        def _exit(self, **kwargs):
+            outcome.update(kwargs, _kind=kind)
+            raise SystemExit(0 if kind == "exit" else 1)
+
+        return _exit
+
+    monkeypatch.setattr(gpu_cluster_info.AnsibleModule, "exit_json", capture("exit"))
+    monkeypatch.setattr(gpu_cluster_info.AnsibleModule, "fail_json", capture("fail"))
+    with patch_module_args(args), pytest.raises(SystemExit):
+        gpu_cluster_info.main()
+    return outcome
+
+
+def gpu_node(name, pool="h100", **labels):
+    base = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": "8", "gpuops.io/pool": pool}
+    base.update(labels)
+    return {
+        "metadata": {"name": name, "labels": base},
+        "spec": {},
+        "status": {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "8"}, "conditions": []},
+    }
+
+
+def operand(name, node_name, app):
+    return {
+        "metadata": {"name": name, "labels": {"app": app}},
+        "spec": {"nodeName": node_name},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+CPU_NODE = {"metadata": {"name": "cpu-0", "labels": {}}, "spec": {}, "status": {"capacity": {"cpu": "4"}}}
+POLICY = {"metadata": {"name": "cluster-policy"}, "spec": {}, "status": {"state": "ready"}}
+
+
+def test_returns_the_gpu_view_and_reports_no_change(monkeypatch):
+    server = FakeApiServer(
+        nodes=[gpu_node("g0"), gpu_node("g1"), CPU_NODE],
+        pods=[operand("nvidia-driver-daemonset-a", "g0", "nvidia-driver-daemonset")],
+        policies=[POLICY],
+    )
+    result = run_module(server, monkeypatch)
+    assert result["_kind"] == "exit" and result["changed"] is False
+    assert sorted(result["nodes"]) == ["g0", "g1"]
+    assert result["nodes"]["g0"]["operands"]["driver"]["ready"] is True
+    assert result["cluster_policy"]["state"] == "ready"
+    assert result["nvidia_drivers"] == []
+    assert result["kubernetes_version"]["git_version"] == "v1.33.1"
+    assert result["totals"]["gpu_allocatable"] == 16
+
+
+def test_makes_one_request_per_list_page_and_never_one_per_node(monkeypatch):
+    nodes = [gpu_node("g%03d" % i) for i in range(120)]
+    pods = [operand("p%03d" % i, "g%03d" % i, "nvidia-device-plugin-daemonset") for i in range(120)]
+    server = FakeApiServer(nodes=nodes, pods=pods, policies=[POLICY])
+    result = run_module(server, monkeypatch, page_size=50)
+    # version + 3 node pages + 3 pod pages + 1 ClusterPolicy page + 1 NVIDIADriver page
+    assert result["api_requests"] == 9 == len(server.paths)
+    assert all(query.get("limit") == "50" for path, query in server.paths if path != "/version")
+    assert not any("fieldSelector" in query for _, query in server.paths)
+
+
+def test_label_selector_is_sent_to_the_api_server_and_not_filtered_again(monkeypatch):
+    server = FakeApiServer(nodes=[gpu_node("g0", pool="canary"), gpu_node("g1")])
+    result = run_module(server, monkeypatch, label_selector="gpuops.io/pool=canary")
+    assert list(result["nodes"]) == ["g0"]
+    assert ("/api/v1/nodes", {"labelSelector": "gpuops.io/pool=canary", "limit": "500"}) in server.paths
+
+
+def test_operator_namespace_selects_where_operand_pods_are_listed(monkeypatch):
+    server = FakeApiServer(nodes=[gpu_node("g0")])
+    server.collections["/api/v1/namespaces/nvidia-gpu-operator/pods"] = [
+        operand("nvidia-dcgm-exporter-x", "g0", "nvidia-dcgm-exporter")
+    ]
+    result = run_module(server, monkeypatch, operator_namespace="nvidia-gpu-operator")
+    assert list(result["nodes"]["g0"]["operands"]) == ["dcgm-exporter"]
+
+
+def test_missing_gpu_operator_crds_are_not_an_error(monkeypatch):
+    server = FakeApiServer(
+        nodes=[gpu_node("g0")],
+        missing=["/apis/nvidia.com/v1/clusterpolicies", "/apis/nvidia.com/v1alpha1/nvidiadrivers"],
+    )
+    result = run_module(server, monkeypatch)
+    assert result["_kind"] == "exit"
+    assert result["cluster_policy"] is None
+    assert result["crds"] == {"clusterpolicies.nvidia.com": False, "nvidiadrivers.nvidia.com": False}
+
+
+def test_missing_rbac_fails_with_the_permission_to_grant(monkeypatch):
+    server = FakeApiServer(nodes=[gpu_node("g0")], forbidden=["/api/v1/namespaces/gpu-operator/pods"])
+    result = run_module(server, monkeypatch)
+    assert result["_kind"] == "fail" and result["status"] == 403
+    assert "grant this user RBAC permission to list pods in namespace gpu-operator" in result["msg"]
+
+
+def test_page_size_below_one_is_rejected(monkeypatch):
+    result = run_module(FakeApiServer(), monkeypatch, page_size=0)
+    assert result["_kind"] == "fail" and "page_size must be at least 1" in result["msg"]
+
+
+def test_check_mode_returns_the_same_data(monkeypatch):
+    server = FakeApiServer(nodes=[gpu_node("g0")])
+    normal = run_module(server, monkeypatch)
+    checked = run_module(server, monkeypatch, _ansible_check_mode=True)
+    assert checked["nodes"] == normal["nodes"] and checked["changed"] is False
+
+
+def test_unreadable_kubeconfig_fails_cleanly_through_the_real_client_factory(tmp_path):
+    missing = str(tmp_path / "missing-kubeconfig")
+    outcome = {}
+
+    class Exit(Exception):
+        pass
+
+    def fail(self, **kwargs):
+        outcome.update(kwargs)
+        raise Exit
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(gpu_cluster_info.AnsibleModule, "fail_json", fail)
+    try:
+        with patch_module_args({"kubeconfig": missing}), pytest.raises(Exit):
+            gpu_cluster_info.main()
+    finally:
+        mp.undo()
+    assert missing in outcome["msg"] and "could not be read" in outcome["msg"]
+
+
+def test_argument_spec_is_the_kubeconfig_spec_plus_three_options():
+    from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s_args import KUBECONFIG_ARG_SPEC
+
+    spec = gpu_cluster_info.argspec()
+    assert set(spec) - set(KUBECONFIG_ARG_SPEC) == {"label_selector", "operator_namespace", "page_size"}
+    assert spec["page_size"]["default"] == 500
+    assert spec["operator_namespace"]["default"] == "gpu-operator"
