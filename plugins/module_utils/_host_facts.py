@@ -422,7 +422,7 @@ class HostFacts(object):
 
     def kubernetes(self):
         r = self.r
-        for name, dummy, dummy2, markers in DISTRIBUTIONS:
+        for name, _configs, _socket, markers in DISTRIBUTIONS:
             if any(r.exists(m) for m in markers):
                 role = None
                 if name == 'kubeadm':
@@ -436,14 +436,13 @@ class HostFacts(object):
         r = self.r
         out = {'name': None, 'config_path': None, 'socket': None, 'socket_present': False, 'config': None,
                'template_path': None}
-        for name, configs, socket, dummy in DISTRIBUTIONS:
+        for name, configs, socket, _markers in DISTRIBUTIONS:
             if distro and name != distro:
                 continue
-            for cfg in configs:
-                if r.exists(cfg) or distro == name:
-                    out.update({'name': 'containerd', 'config_path': '/' + cfg, 'socket': socket})
-                    break
-            if out['name']:
+            present = [c for c in configs if r.exists(c)]
+            if present or distro == name:
+                cfg = (present or configs)[0]
+                out.update({'name': 'containerd', 'config_path': '/' + cfg, 'socket': socket})
                 break
         if out['name'] is None or not r.exists(out['config_path']):
             if r.exists('etc/crio/crio.conf') or r.exists('etc/crio/crio.conf.d'):
