@@ -244,7 +244,7 @@ def _kwok_config(state: State, prof: profiles.Profile) -> Path:
         "kind": "KwokConfiguration",
         "options": {"nodeLeaseDurationSeconds": prof.node_lease_duration_seconds,
                     "nodePlayStageParallelism": 8, "podPlayStageParallelism": 8,
-                    "nodeLeaseParallelism": 8},
+                    "nodeLeaseParallelism": 8, "enableDebuggingHandlers": True},
     }]
     for f in sorted(STAGES_DIR.glob("*.yaml")):
         for d in yaml.safe_load_all(f.read_text()):
@@ -257,7 +257,10 @@ def _kwok_config(state: State, prof: profiles.Profile) -> Path:
     logs_dir = state.dir / "pod-logs"
     logs_dir.mkdir(exist_ok=True)
     default_log = logs_dir / "default.log"
-    default_log.write_text("gpuops test bed: this container ran under kwok; no process produced output.\n")
+    # kwok replays logs in the CRI log format: "<RFC3339Nano> <stream> <F|P> <text>".
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000000000Z", time.gmtime())
+    default_log.write_text(f"{stamp} stdout F gpuops test bed: this container ran under kwok; "
+                           "no process produced output.\n")
     docs.append({
         "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",
         "metadata": {"name": "gpuops-default-logs"},
@@ -489,10 +492,11 @@ def _up(state: State, prof: profiles.Profile, bins: dict, port: int | None, time
         "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
         "--requestheader-extra-headers-prefix=X-Remote-Extra-",
         f"--kubelet-client-certificate={crt}", f"--kubelet-client-key={key}",
+        "--kubelet-preferred-address-types=InternalIP",
         "--max-requests-inflight=0", "--max-mutating-requests-inflight=0", "--enable-priority-and-fairness=false",
         f"--audit-policy-file={d / 'audit-policy.yaml'}", f"--audit-log-path={audit_log}",
-        "--audit-log-maxsize=500", "--audit-log-maxbackup=1", "--audit-log-mode=batch",
-        "--audit-log-batch-max-wait=1s", "--profiling=false", "--event-ttl=2h", f"--cert-dir={d / 'pki'}",
+        "--audit-log-maxsize=500", "--audit-log-maxbackup=1", "--audit-log-mode=blocking",
+        "--profiling=false", "--event-ttl=2h", f"--cert-dir={d / 'pki'}",
     ], marker=bins["kube-apiserver"])
     ctx = ssl.create_default_context(cafile=ca)
     ctx.load_cert_chain(crt, key)
