@@ -1,0 +1,82 @@
+"""Stand-in `gpu-operator` Helm chart for the test bed, in three versions (v25.10.1, v26.3.3, v26.7.0).
+
+Project-written from shared/reference/gpu-operator.md; never NVIDIA's chart. Sources:
+- gpu-operator/<version>/Chart.yaml and values.yaml: per-version metadata, value keys and defaults;
+- gpu-operator/_common/templates/: templates shared by every version (version-specific bits are gated on
+  values or .Chart.Version);
+- crds.py: the ClusterPolicy/NVIDIADriver CRD schemas, per version (fields are added between versions).
+
+`assemble(version, dest)` writes a complete chart directory; `build_repo(out_dir)` packages every version
+and writes index.yaml there (the test bed serves it over HTTP on loopback).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from . import crds
+
+CHART_SRC = Path(__file__).resolve().parent / "gpu-operator"
+VERSIONS = crds.VERSIONS
+LATEST = VERSIONS[-1]
+
+
+def helm_binary() -> str:
+    cache = Path(os.environ.get("GPUOPS_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+                 / "gpuops").expanduser()
+    bin_dir = Path(os.environ.get("GPUOPS_BIN") or cache / "bin").expanduser()
+    cand = bin_dir / "helm"
+    if cand.exists():
+        return str(cand)
+    found = shutil.which("helm")
+    if not found:
+        raise RuntimeError(f"helm not found ({cand} or PATH); build it with `make sim-binaries`")
+    return found
+
+
+def assemble(version: str, dest: Path | str) -> Path:
+    """Write the complete chart for `version` into dest/gpu-operator and return that path."""
+    if version not in VERSIONS:
+        raise ValueError(f"unknown stand-in chart version {version!r} (have: {', '.join(VERSIONS)})")
+    out = Path(dest) / "gpu-operator"
+    if out.exists():
+        shutil.rmtree(out)
+    shutil.copytree(CHART_SRC / "_common", out)
+    for f in ("Chart.yaml", "values.yaml"):
+        shutil.copy2(CHART_SRC / version / f, out / f)
+    (out / "crds").mkdir()
+    for name, doc in crds.all_crds(version).items():
+        (out / "crds" / name).write_text(
+            "# Project-written stand-in CRD (tests/sim/chart/crds.py); not NVIDIA's file.\n"
+            + yaml.safe_dump(doc, sort_keys=False))
+    return out
+
+
+def crd_documents(version: str) -> list[dict]:
+    """The CRD objects that chart `version` ships (for tests that apply CRDs before an upgrade)."""
+    return list(crds.all_crds(version).values())
+
+
+def build_repo(out_dir: str | os.PathLike) -> None:
+    """Package every stand-in version into out_dir and (re)write out_dir/index.yaml."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    helm = helm_binary()
+    with tempfile.TemporaryDirectory(prefix="gpuops-chart-") as tmp:
+        for v in VERSIONS:
+            src = assemble(v, Path(tmp) / v)
+            subprocess.run([helm, "package", str(src), "-d", str(out)], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    index = out / "index.yaml"
+    argv = [helm, "repo", "index", str(out)]
+    if index.exists():
+        argv += ["--merge", str(index)]
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+__all__ = ["VERSIONS", "LATEST", "assemble", "build_repo", "crd_documents"]
