@@ -1,0 +1,694 @@
+"""The simulated GPU Operator controller: caches + one reconcile loop that issues only the patches it needs."""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import threading
+import time
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from . import logic as L
+from .informer import Informer
+
+log = logging.getLogger("sim.operator")
+GROUP = "nvidia.com"
+MANAGED = "sim.gpuops.io/managed"
+HASH = "sim.gpuops.io/spec-hash"
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def retry(fn, *a, tries: int = 4, **kw):
+    for i in range(tries):
+        try:
+            return fn(*a, **kw)
+        except ApiException as exc:
+            if exc.status in (404, 409, 422) or i == tries - 1:
+                raise
+            time.sleep(0.2 * (i + 1))
+        except Exception:
+            if i == tries - 1:
+                raise
+            time.sleep(0.2 * (i + 1))
+
+
+class Controller:
+    def __init__(self, api: client.ApiClient, namespace: str = "gpu-operator", period: float = 1.0):
+        self.api = api
+        self.core = client.CoreV1Api(api)
+        self.apps = client.AppsV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+        self.ext = client.ApiextensionsV1Api(api)
+        self.default_ns = namespace
+        self.period = period
+        self.wake = threading.Event()
+        self.stop = threading.Event()
+        self.stuck_logged: set = set()
+        self.pod_faulted: dict[str, str] = {}  # pod key → fault applied
+        self.events_sent: set = set()
+        self.mig_pending_since: dict[str, float] = {}
+        self.last_node_not_ready: dict[str, float] = {}
+        self.passes = 0
+        self.lock = threading.Lock()
+        on = lambda _n: self.wake.set()  # noqa: E731
+        self.nodes = Informer("nodes", self.core.list_node, on)
+        self.pods = Informer("pods", self.core.list_pod_for_all_namespaces, on, namespaced=True)
+        self.dss = Informer("daemonsets", self.apps.list_daemon_set_for_all_namespaces, on, namespaced=True,
+                            label_selector=MANAGED + "=true")
+        self.cps = Informer("clusterpolicies", lambda **kw: self.custom.list_cluster_custom_object(
+            GROUP, "v1", "clusterpolicies", **kw), on)
+        self.nvds = Informer("nvidiadrivers", lambda **kw: self.custom.list_cluster_custom_object(
+            GROUP, "v1alpha1", "nvidiadrivers", **kw), on)
+        self.informers = [self.nodes, self.pods, self.dss, self.cps, self.nvds]
+
+    # ------------------------------------------------------------------------------------------ loop
+    def run(self) -> None:
+        for inf in self.informers:
+            inf.start()
+        for inf in self.informers:
+            inf.synced.wait(60)
+        log.info("caches synced: %d nodes, %d pods", len(self.nodes.items), len(self.pods.items))
+        while not self.stop.is_set():
+            self.wake.wait(self.period)
+            time.sleep(0.05)  # debounce bursts of watch events
+            self.wake.clear()
+            try:
+                self.reconcile()
+            except Exception:
+                log.exception("reconcile failed; retrying")
+                time.sleep(0.5)
+
+    # ------------------------------------------------------------------------------------------ reconcile
+    def reconcile(self) -> None:
+        self.passes += 1
+        cps = sorted(self.cps.snapshot(), key=lambda o: o["metadata"].get("creationTimestamp", ""))
+        if not cps:
+            return
+        cp = cps[0]
+        for extra in cps[1:]:
+            self._set_status("clusterpolicies", "v1", extra, "ignored", "Reconciled",
+                             "another ClusterPolicy is already in use", ready_override=False)
+        spec = cp.get("spec") or {}
+        ns = L.annotations(cp).get("meta.helm.sh/release-namespace") or self.default_ns
+        nodes = self.nodes.snapshot()
+        gpu_nodes = [n for n in nodes if L.is_gpu_node(n)]
+        pods_by_node = self._pods_by_node(ns)
+        use_nvd = bool((spec.get("driver") or {}).get("useNvidiaDriverCRD"))
+        nvds = [d for d in self.nvds.snapshot()] if use_nvd else []
+        owners, conflicts = self._driver_owners(gpu_nodes, nvds) if use_nvd else ({}, set())
+
+        # node labels (NFD / operator / GFD / device plugin / driver owner)
+        for node in nodes:
+            ops = pods_by_node.get(L.name(node), {})
+            drv = ops.get("driver")
+            version = L.image_version(drv["image"]) if drv else None
+            want = L.desired_node_labels(node, spec, version)
+            if use_nvd and L.is_gpu_node(node):
+                owner = owners.get(L.name(node))
+                if L.labels(node).get(L.DRIVER_OWNER) != owner:
+                    want[L.DRIVER_OWNER] = owner
+            if want:
+                self._patch_node(node, {"metadata": {"labels": want}})
+
+        # operand DaemonSets
+        os_tags = sorted({L.os_tag(n) for n in gpu_nodes}) or ["ubuntu22.04"]
+        desired = self._desired_daemonsets(cp, spec, ns, os_tags, nvds if use_nvd else None)
+        self._sync_daemonsets(ns, desired)
+        if L.spec_enabled(spec, "dcgmExporter"):
+            self._ensure_dcgm_service(cp, ns)
+
+        # faults on operand pods, capacity, MIG
+        for node in gpu_nodes:
+            nname = L.name(node)
+            ops = pods_by_node.get(nname, {})
+            self._apply_pod_faults(node, ops)
+            self._node_faults(node)
+            self._mig(node, spec)
+            node = self.nodes.get(nname) or node
+            ready = {k: (v["ready"] if v else None) for k, v in ops.items() if not k.startswith("_")}
+            want = L.desired_gpu_resources(node, ready, spec)
+            patch = L.resource_patch(node, want)
+            if patch:
+                self._patch_node_status(node, patch)
+            if "xid79" in L.faults(node):
+                self._event_once(node, "Node", "", "XidCriticalError",
+                                 "XidCriticalError: Xid=79 on Device=" + L.gpu_uuid(nname, 0)
+                                 + "; marking device as unhealthy.", "Warning")
+
+        # upgrades
+        self._upgrades(cp, spec, gpu_nodes, pods_by_node, nvds if use_nvd else None, owners)
+
+        # status
+        ds_status = {}
+        for ds in self.dss.snapshot():
+            if ds["metadata"].get("namespace") != ns:
+                continue
+            st = ds.get("status") or {}
+            ds_status[L.name(ds)] = (st.get("desiredNumberScheduled", 0), st.get("numberReady", 0),
+                                     st.get("updatedNumberScheduled", 0))
+        # DaemonSets not yet observed by KCM count as not ready
+        for d in desired:
+            ds_status.setdefault(d["metadata"]["name"], (1, 0, 0))
+        err = self._servicemonitor_error(cp, spec)
+        state, reason, msg = L.policy_state(len(gpu_nodes), ds_status, err)
+        self._set_status("clusterpolicies", "v1", cp, state, reason, msg, namespace=ns)
+        for nvd in nvds:
+            nname = L.name(nvd)
+            mine = {k: v for k, v in ds_status.items() if k.endswith("-" + nname) and "gpu-driver" in k}
+            if nname in conflicts:
+                self._set_status("nvidiadrivers", "v1alpha1", nvd, "notReady", "ConflictingNodeSelector",
+                                 "node selector of this NVIDIADriver overlaps another one", namespace=ns)
+            elif any(r < d for d, r, _u in mine.values()):
+                self._set_status("nvidiadrivers", "v1alpha1", nvd, "notReady", "DriverNotReady",
+                                 "driver daemonset(s) not ready: " + ", ".join(sorted(mine)), namespace=ns)
+            else:
+                self._set_status("nvidiadrivers", "v1alpha1", nvd, "ready", "Reconciled",
+                                 "all driver pods are ready", namespace=ns)
+
+    # ------------------------------------------------------------------------------------------ pods
+    def _pods_by_node(self, ns: str) -> dict:
+        """{node: {operand key: {pod, ready, image, key}}, plus '_gpu' list and '_all' list}."""
+        apps = {ds: key for key, ds, _c, _s in L.OPERANDS}
+        out: dict = {}
+        for pod in self.pods.snapshot():
+            node = (pod.get("spec") or {}).get("nodeName")
+            if not node:
+                continue
+            slot = out.setdefault(node, {"_gpu": [], "_all": []})
+            slot["_all"].append(pod)
+            md = pod["metadata"]
+            lab = md.get("labels") or {}
+            if md.get("namespace") == ns:
+                key = None
+                if lab.get("app.kubernetes.io/component") == "nvidia-driver":
+                    key = "driver"
+                elif lab.get("app") in apps:
+                    key = apps[lab["app"]]
+                if key:
+                    if md.get("deletionTimestamp") and slot.get(key):
+                        continue
+                    cs = (pod["spec"].get("containers") or [{}])[0]
+                    slot[key] = {"pod": pod, "ready": L.pod_ready(pod), "image": cs.get("image", ""),
+                                 "key": f"{md['namespace']}/{md['name']}"}
+                    continue
+            if requests_gpu(pod) and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                slot["_gpu"].append(pod)
+        return out
+
+    def _apply_pod_faults(self, node: dict, ops: dict) -> None:
+        f = L.faults(node)
+        kernel = L.labels(node).get("feature.node.kubernetes.io/kernel-version.full", "")
+        plan = {}
+        drv = [x for x in f if x in L.DRIVER_FAULTS]
+        if drv:
+            plan["driver"] = ("crash", drv[0])
+        if "validator-failing" in f:
+            plan["validator"] = ("crash", "validator-failing")
+        if "toolkit-no-runtime" in f:
+            plan["device-plugin"] = ("sandbox", "toolkit-no-runtime")
+            plan["validator"] = plan.get("validator") or ("sandbox", "toolkit-no-runtime")
+        for key, info in ops.items():
+            if key.startswith("_") or not info:
+                continue
+            pkey = info["key"]
+            pod = info["pod"]
+            if pod["metadata"].get("deletionTimestamp"):
+                continue
+            want = plan.get(key)
+            had = self.pod_faulted.get(pkey) or L.annotations(pod).get("sim.gpuops.io/faulted")
+            if want:
+                mode, fault = want
+                if pod.get("status", {}).get("phase") != "Running":
+                    continue  # let kwok start it first, then break it
+                if info["ready"] or had != fault:
+                    self._break_pod(pod, mode, fault, kernel)
+                    self.pod_faulted[pkey] = fault
+            elif had:
+                # fault cleared: recreate the pod (the DaemonSet controller makes a fresh one, kwok starts it)
+                self.pod_faulted.pop(pkey, None)
+                try:
+                    self.core.delete_namespaced_pod(pod["metadata"]["name"], pod["metadata"]["namespace"],
+                                                    grace_period_seconds=0)
+                except ApiException as exc:
+                    if exc.status != 404:
+                        log.warning("delete pod %s: %s", pkey, exc.reason)
+
+    def _break_pod(self, pod: dict, mode: str, fault: str, kernel: str) -> None:
+        md = pod["metadata"]
+        t = now_iso()
+        containers = pod["spec"].get("containers") or []
+        statuses = []
+        for i, c in enumerate(containers):
+            st = {"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": False, "started": False}
+            if mode == "crash":
+                msg = "validation failed" if fault == "validator-failing" else \
+                    L.DRIVER_FAULTS[fault][1].format(kernel=kernel)
+                if fault == "validator-failing":
+                    msg = ("driver-validation: failed to validate the driver, exit status 1: "
+                           "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver")
+                st.update({"restartCount": 5,
+                           "state": {"waiting": {"reason": "CrashLoopBackOff",
+                                                 "message": f"back-off 5m0s restarting failed container={c['name']} "
+                                                            f"pod={md['name']}_{md['namespace']}"}},
+                           "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "message": msg,
+                                                        "startedAt": t, "finishedAt": t}}})
+            else:
+                st.update({"restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}})
+            statuses.append(st)
+        conds = [{"type": "Ready", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": t,
+                  "message": "containers with unready status: [" + " ".join(c["name"] for c in containers) + "]"},
+                 {"type": "ContainersReady", "status": "False", "reason": "ContainersNotReady",
+                  "lastTransitionTime": t}]
+        body = {"status": {"phase": "Running", "conditions": conds, "containerStatuses": statuses}}
+        try:
+            self.core.patch_namespaced_pod_status(md["name"], md["namespace"], body)
+            self.core.patch_namespaced_pod(md["name"], md["namespace"],
+                                           {"metadata": {"annotations": {"sim.gpuops.io/faulted": fault}}})
+        except ApiException as exc:
+            log.warning("fault %s on pod %s: %s", fault, md["name"], exc.reason)
+            return
+        if mode == "crash":
+            last = L.DRIVER_FAULTS[fault][0] if fault in L.DRIVER_FAULTS else "validation failed"
+            self._event(pod, "Pod", md["namespace"], "BackOff",
+                        f"Back-off restarting failed container {containers[0]['name']} in pod {md['name']}; "
+                        f"last log line: {last}", "Warning")
+        else:
+            self._event(pod, "Pod", md["namespace"], "FailedCreatePodSandBox", L.NO_RUNTIME_MSG, "Warning")
+
+    def _node_faults(self, node: dict) -> None:
+        f = L.faults(node)
+        nname = L.name(node)
+        conds = (node.get("status") or {}).get("conditions") or []
+        ready = next((c for c in conds if c.get("type") == "Ready"), None)
+        if "node-not-ready" in f:
+            if ready and ready.get("status") == "True" and time.monotonic() - self.last_node_not_ready.get(nname, 0) > 1:
+                self.last_node_not_ready[nname] = time.monotonic()
+                t = now_iso()
+                self._patch_node_status(node, {"status": {"conditions": [{
+                    "type": "Ready", "status": "False", "reason": "KubeletNotReady",
+                    "message": "container runtime network not ready: simulated by sim.gpuops.io/fault=node-not-ready",
+                    "lastHeartbeatTime": t, "lastTransitionTime": t}]}})
+
+    # ------------------------------------------------------------------------------------------ MIG
+    def _mig(self, node: dict, spec: dict) -> None:
+        gpu = L.gpu_info(node)
+        if not gpu["mig_capable"] or not L.spec_enabled(spec, "migManager"):
+            return
+        lab = L.labels(node)
+        nname = L.name(node)
+        cfg = lab.get("nvidia.com/mig.config")
+        if cfg is None:
+            return
+        applied = L.annotations(node).get(L.ANN_MIG_APPLIED)
+        state = lab.get("nvidia.com/mig.config.state")
+        if cfg == applied and state in ("success", "failed"):
+            return
+        if state != "pending" or nname not in self.mig_pending_since:
+            self.mig_pending_since[nname] = time.monotonic()
+            if state != "pending":
+                self._patch_node(node, {"metadata": {"labels": {"nvidia.com/mig.config.state": "pending"}}})
+            return
+        if time.monotonic() - self.mig_pending_since[nname] < 1.0:
+            self.wake.set()
+            return
+        self.mig_pending_since.pop(nname, None)
+        strategy = (spec.get("mig") or {}).get("strategy", "single")
+        ok = "mig-failed" not in L.faults(node) and L.mig_layout(cfg, gpu, strategy) is not None
+        if ok:
+            self._patch_node(node, {"metadata": {"labels": {"nvidia.com/mig.config.state": "success"},
+                                                 "annotations": {L.ANN_MIG_APPLIED: cfg}}})
+        else:
+            self._patch_node(node, {"metadata": {"labels": {"nvidia.com/mig.config.state": "failed"}}})
+
+    # ------------------------------------------------------------------------------------------ upgrades
+    def _upgrades(self, cp, spec, gpu_nodes, pods_by_node, nvds, owners) -> None:
+        groups: dict = {}
+        cp_policy = ((spec.get("driver") or {}).get("upgradePolicy")) or {}
+        if not L.spec_enabled(spec, "driver"):
+            return
+        for node in gpu_nodes:
+            if L.labels(node).get(L.DEPLOY + "driver") != "true":
+                continue
+            if nvds is None:
+                gkey, version, policy = "cluster-policy", (spec.get("driver") or {}).get("version", ""), cp_policy
+            else:
+                owner = owners.get(L.name(node))
+                cr = next((d for d in nvds if L.name(d) == owner), None)
+                if cr is None:
+                    continue
+                gkey = owner
+                version = (cr.get("spec") or {}).get("version", "")
+                policy = (cr.get("spec") or {}).get("upgradePolicy") or cp_policy
+            groups.setdefault(gkey, (policy, []))[1].append((node, version))
+        for gkey, (policy, members) in groups.items():
+            infos = []
+            for node, version in members:
+                n = L.name(node)
+                ops = pods_by_node.get(n, {})
+                drv = ops.get("driver")
+                lab, ann = L.labels(node), L.annotations(node)
+                wfc_sel = ((policy.get("waitForCompletion") or {}).get("podSelector")) or ""
+                wait = [p for p in ops.get("_all", []) if wfc_sel and match_selector(p, wfc_sel)
+                        and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+                if drv is None:
+                    dstate = None
+                elif L.image_version(drv["image"]) != version:
+                    dstate = "old"
+                else:
+                    dstate = "new-ready" if drv["ready"] else "new"
+                val = ops.get("validator")
+                ws = ann.get(L.WAIT_START)
+                infos.append({
+                    "name": n, "state": lab.get(L.UPGRADE_STATE, ""), "skip": lab.get(L.UPGRADE_SKIP) == "true",
+                    "unschedulable": bool((node.get("spec") or {}).get("unschedulable")), "ready": L.node_ready(node),
+                    "requested": ann.get(L.UPGRADE_REQUESTED) == "true",
+                    "up_to_date": dstate != "old",
+                    "driver_pod": dstate, "gpu_pods": len(ops.get("_gpu", [])), "wait_pods": len(wait),
+                    "validator_ready": bool(val and val["ready"]), "faults": L.faults(node),
+                    "wait_start": float(ws) if ws else None,
+                    "initial_unschedulable": ann.get(L.INITIAL_UNSCHED) == "true",
+                })
+            actions = L.upgrade_step(infos, policy, time.time())
+            for nname, act in actions.items():
+                self._apply_upgrade_action(nname, act, pods_by_node.get(nname, {}))
+
+    def _apply_upgrade_action(self, nname: str, act: dict, ops: dict) -> None:
+        node = self.nodes.get(nname)
+        if node is None:
+            return
+        meta: dict = {}
+        spec: dict = {}
+        if "state" in act:
+            meta.setdefault("labels", {})[L.UPGRADE_STATE] = act["state"]
+        if act.get("set_initial_unschedulable") is not None and "set_initial_unschedulable" in act:
+            meta.setdefault("annotations", {})[L.INITIAL_UNSCHED] = "true" if act["set_initial_unschedulable"] else None
+        if "wait_start" in act:
+            meta.setdefault("annotations", {})[L.WAIT_START] = (
+                str(int(act["wait_start"])) if act["wait_start"] else None)
+        if act.get("state") in ("upgrade-required", "upgrade-done") and \
+                L.annotations(node).get(L.UPGRADE_REQUESTED):
+            meta.setdefault("annotations", {})[L.UPGRADE_REQUESTED] = None
+        if act.get("state") == "upgrade-done":
+            meta.setdefault("annotations", {})[L.INITIAL_UNSCHED] = None
+        if act.get("cordon"):
+            spec["unschedulable"] = True
+        if act.get("uncordon"):
+            spec["unschedulable"] = None
+        if act.get("delete_gpu_pods"):
+            for p in ops.get("_gpu", []):
+                md = p["metadata"]
+                try:
+                    self.core.delete_namespaced_pod(md["name"], md["namespace"], grace_period_seconds=0)
+                except ApiException as exc:
+                    if exc.status != 404:
+                        log.warning("delete GPU pod %s: %s", md["name"], exc.reason)
+        if act.get("delete_driver_pod") and ops.get("driver"):
+            md = ops["driver"]["pod"]["metadata"]
+            if not md.get("deletionTimestamp"):
+                try:
+                    self.core.delete_namespaced_pod(md["name"], md["namespace"], grace_period_seconds=0)
+                except ApiException as exc:
+                    if exc.status != 404:
+                        log.warning("delete driver pod %s: %s", md["name"], exc.reason)
+        body = {}
+        if meta:
+            body["metadata"] = meta
+        if spec:
+            body["spec"] = spec
+        if body:
+            self._patch_node(node, body)
+        if act.get("state"):
+            self._event(node, "Node", "", "GPUDriverUpgrade",
+                        f"Successfully updated node state label to [{act['state']}]", "Normal")
+
+    # ------------------------------------------------------------------------------------------ NVIDIADriver
+    def _driver_owners(self, gpu_nodes, nvds) -> tuple[dict, set]:
+        owners, conflicts = {}, set()
+        specific = [d for d in nvds if (d.get("spec") or {}).get("nodeSelector") and
+                    not (d.get("spec") or {}).get("default")]
+        fallback = [d for d in nvds if d not in specific]
+        for node in gpu_nodes:
+            lab = L.labels(node)
+            hits = [L.name(d) for d in specific
+                    if all(lab.get(k) == v for k, v in d["spec"]["nodeSelector"].items())]
+            if len(hits) > 1:
+                conflicts.update(hits)
+            if hits:
+                owners[L.name(node)] = sorted(hits)[0]
+            elif fallback:
+                owners[L.name(node)] = sorted(L.name(d) for d in fallback)[0]
+            else:
+                owners[L.name(node)] = None
+        return owners, conflicts
+
+    # ------------------------------------------------------------------------------------------ DaemonSets
+    def _desired_daemonsets(self, cp, spec, ns, os_tags, nvds) -> list[dict]:
+        return desired_daemonsets(cp, spec, ns, os_tags, nvds)
+
+    def _sync_daemonsets(self, ns: str, desired: list[dict]) -> None:
+        have = {L.name(d): d for d in self.dss.snapshot() if d["metadata"].get("namespace") == ns}
+        want = {d["metadata"]["name"]: d for d in desired}
+        for nm, d in want.items():
+            cur = have.get(nm)
+            if cur is None:
+                try:
+                    retry(self.apps.create_namespaced_daemon_set, ns, d)
+                    log.info("created DaemonSet %s/%s", ns, nm)
+                except ApiException as exc:
+                    if exc.status != 409:
+                        log.warning("create DaemonSet %s: %s %s", nm, exc.status, exc.body)
+            elif L.annotations(cur).get(HASH) != d["metadata"]["annotations"][HASH]:
+                try:
+                    retry(self.apps.patch_namespaced_daemon_set, nm, ns,
+                          {"metadata": {"annotations": d["metadata"]["annotations"], "labels": d["metadata"]["labels"]},
+                           "spec": {"template": d["spec"]["template"], "updateStrategy": d["spec"]["updateStrategy"]}})
+                    log.info("updated DaemonSet %s/%s", ns, nm)
+                except ApiException as exc:
+                    log.warning("update DaemonSet %s: %s", nm, exc.reason)
+        for nm, cur in have.items():
+            if nm not in want:
+                try:
+                    self.apps.delete_namespaced_daemon_set(nm, ns, propagation_policy="Background")
+                    log.info("deleted DaemonSet %s/%s (component disabled)", ns, nm)
+                except ApiException as exc:
+                    if exc.status != 404:
+                        log.warning("delete DaemonSet %s: %s", nm, exc.reason)
+
+    def _ensure_dcgm_service(self, cp, ns) -> None:
+        key = ("svc", ns)
+        if key in self.events_sent:
+            return
+        body = {"metadata": {"name": "nvidia-dcgm-exporter", "namespace": ns,
+                             "labels": {"app": "nvidia-dcgm-exporter", MANAGED: "true"},
+                             "annotations": {"prometheus.io/scrape": "true"},
+                             "ownerReferences": [owner_ref(cp)]},
+                "spec": {"selector": {"app": "nvidia-dcgm-exporter"}, "type": "ClusterIP",
+                         "ports": [{"name": "gpu-metrics", "port": 9400, "targetPort": 9400, "protocol": "TCP"}]}}
+        try:
+            self.core.create_namespaced_service(ns, body)
+            self.events_sent.add(key)
+        except ApiException as exc:
+            if exc.status == 409:
+                self.events_sent.add(key)
+            else:
+                log.warning("create Service nvidia-dcgm-exporter: %s", exc.reason)
+
+    def _servicemonitor_error(self, cp, spec) -> str | None:
+        sm = ((spec.get("dcgmExporter") or {}).get("serviceMonitor") or {}).get("enabled")
+        if not sm or not L.spec_enabled(spec, "dcgmExporter"):
+            return None
+        chart = L.labels(cp).get("helm.sh/chart", "")
+        ver = chart.rsplit("-v", 1)[-1] if "-v" in chart else ""
+        try:
+            newer = tuple(int(x) for x in ver.split(".")[:2]) >= (26, 7)
+        except ValueError:
+            newer = True
+        if newer:
+            return None
+        try:
+            self.ext.read_custom_resource_definition("servicemonitors.monitoring.coreos.com")
+            return None
+        except ApiException as exc:
+            if exc.status == 404:
+                return "couldn't find ServiceMonitor CRD; install the Prometheus Operator or disable dcgmExporter.serviceMonitor"
+            return None
+
+    # ------------------------------------------------------------------------------------------ API helpers
+    def _patch_node(self, node: dict, body: dict) -> None:
+        try:
+            retry(self.core.patch_node, L.name(node), body)
+        except ApiException as exc:
+            log.warning("patch node %s: %s", L.name(node), exc.reason)
+
+    def _patch_node_status(self, node: dict, body: dict) -> None:
+        try:
+            retry(self.core.patch_node_status, L.name(node), body)
+        except ApiException as exc:
+            log.warning("patch node status %s: %s", L.name(node), exc.reason)
+
+    def _set_status(self, plural, version, obj, state, reason, msg, namespace=None, ready_override=None) -> None:
+        old = obj.get("status") or {}
+        conds = L.condition_set(state, reason, msg, now_iso(), old.get("conditions"))
+        if ready_override is False:
+            conds = old.get("conditions") or []
+        new = {"state": state, "conditions": conds}
+        if namespace:
+            new["namespace"] = namespace
+        if old.get("state") == state and strip_times(old.get("conditions")) == strip_times(conds) and \
+                (not namespace or old.get("namespace") == namespace):
+            return
+        try:
+            retry(self.custom.patch_cluster_custom_object_status, GROUP, version, plural, L.name(obj),
+                  {"status": new})
+            log.info("%s/%s status: %s (%s)", plural, L.name(obj), state, reason)
+        except ApiException as exc:
+            log.warning("status %s/%s: %s", plural, L.name(obj), exc.reason)
+
+    def _event_once(self, obj, kind, ns, reason, msg, typ) -> None:
+        key = (kind, L.name(obj), reason)
+        if key in self.events_sent:
+            return
+        self.events_sent.add(key)
+        self._event(obj, kind, ns, reason, msg, typ)
+
+    def _event(self, obj, kind, ns, reason, msg, typ) -> None:
+        md = obj["metadata"]
+        t = now_iso()
+        evns = ns or "default"
+        body = {"metadata": {"generateName": f"{md['name']}.", "namespace": evns},
+                "involvedObject": {"kind": kind, "name": md["name"], "namespace": ns or None, "uid": md.get("uid"),
+                                   "apiVersion": "v1"},
+                "reason": reason, "message": msg, "type": typ, "count": 1,
+                "firstTimestamp": t, "lastTimestamp": t,
+                "source": {"component": "gpu-operator" if kind == "Node" else "kubelet",
+                           **({"host": (obj.get("spec") or {}).get("nodeName")} if kind == "Pod" else {})}}
+        try:
+            self.core.create_namespaced_event(evns, body)
+        except ApiException as exc:
+            log.debug("event: %s", exc.reason)
+
+
+# ---------------------------------------------------------------------------------------------- builders
+
+def strip_times(conds):
+    return [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in conds or []]
+
+
+def owner_ref(cp: dict) -> dict:
+    return {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "name": L.name(cp),
+            "uid": cp["metadata"]["uid"], "controller": True, "blockOwnerDeletion": False}
+
+
+def requests_gpu(pod: dict) -> bool:
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        res = c.get("resources") or {}
+        for k in list((res.get("limits") or {})) + list((res.get("requests") or {})):
+            if k.startswith("nvidia.com/gpu") or k.startswith("nvidia.com/mig-"):
+                return True
+    return False
+
+
+def match_selector(pod: dict, selector: str) -> bool:
+    lab = L.labels(pod)
+    for term in [t.strip() for t in selector.split(",") if t.strip()]:
+        if "!=" in term:
+            k, v = term.split("!=", 1)
+            if lab.get(k.strip()) == v.strip():
+                return False
+        elif "=" in term:
+            k, v = term.replace("==", "=").split("=", 1)
+            if lab.get(k.strip()) != v.strip():
+                return False
+        elif term.startswith("!"):
+            if term[1:] in lab:
+                return False
+        elif term not in lab:
+            return False
+    return True
+
+
+def _image(spec: dict, key: str, default_repo: str, default_image: str, default_version: str, suffix="") -> str:
+    c = spec.get(key) or {}
+    return f"{c.get('repository') or default_repo}/{c.get('image') or default_image}:" \
+           f"{c.get('version') or default_version}{suffix}"
+
+
+def desired_daemonsets(cp: dict, spec: dict, ns: str, os_tags: list[str], nvds: list | None) -> list[dict]:
+    dsspec = spec.get("daemonsets") or {}
+    tolerations = dsspec.get("tolerations") or []
+    prio = dsspec.get("priorityClassName") or "system-node-critical"
+    extra_labels = dsspec.get("labels") or {}
+    extra_ann = dsspec.get("annotations") or {}
+    mu = str((dsspec.get("rollingUpdate") or {}).get("maxUnavailable", "1"))
+    rolling = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": int(mu) if mu.isdigit() else mu}} if (dsspec.get("updateStrategy") or "RollingUpdate") == "RollingUpdate" \
+        else {"type": "OnDelete"}
+    auto = bool(((spec.get("driver") or {}).get("upgradePolicy") or {}).get("autoUpgrade"))
+    out = []
+
+    def ds(name, app, component, image, container, node_selector, strategy=None, extra_pod_labels=None,
+           tol=None, ann=None):
+        pod_labels = {"app": app, **extra_labels, **(extra_pod_labels or {})}
+        tmpl = {"metadata": {"labels": pod_labels, "annotations": dict(extra_ann)},
+                "spec": {"priorityClassName": prio, "tolerations": tol if tol is not None else tolerations,
+                         "nodeSelector": node_selector, "serviceAccountName": "default",
+                         "containers": [{"name": container, "image": image}]}}
+        body = {"apiVersion": "apps/v1", "kind": "DaemonSet",
+                "metadata": {"name": name, "namespace": ns,
+                             "labels": {"app": app, MANAGED: "true", "app.kubernetes.io/managed-by": "gpu-operator",
+                                        "helm.sh/chart": L.labels(cp).get("helm.sh/chart", "gpu-operator")},
+                             "annotations": dict(ann or {}), "ownerReferences": [owner_ref(cp)]},
+                "spec": {"selector": {"matchLabels": {"app": app}}, "template": tmpl,
+                         "updateStrategy": strategy or rolling}}
+        h = hashlib.sha256(json.dumps([tmpl, body["spec"]["updateStrategy"]], sort_keys=True).encode()).hexdigest()
+        body["metadata"]["annotations"][HASH] = h[:16]
+        out.append(body)
+
+    drv = spec.get("driver") or {}
+    if L.spec_enabled(spec, "driver"):
+        if nvds is None:
+            os_tag = os_tags[0]
+            ds("nvidia-driver-daemonset", "nvidia-driver-daemonset", "driver",
+               f"{drv.get('repository') or 'nvcr.io/nvidia'}/{drv.get('image') or 'driver'}:"
+               f"{drv.get('version', '')}-{os_tag}", "nvidia-driver-ctr",
+               {L.DEPLOY + "driver": "true"}, strategy={"type": "OnDelete"},
+               extra_pod_labels={"app.kubernetes.io/component": "nvidia-driver"},
+               ann={"nvidia.com/gpu-driver-upgrade-enabled": "true" if auto else "false"})
+        else:
+            for cr in nvds:
+                crs = cr.get("spec") or {}
+                for os_tag in os_tags:
+                    nm = f"nvidia-gpu-driver-{os_tag}-{L.name(cr)}"
+                    osid = os_tag.rstrip("0123456789.")
+                    sel = {L.DEPLOY + "driver": "true", L.DRIVER_OWNER: L.name(cr),
+                           "feature.node.kubernetes.io/system-os_release.ID": osid}
+                    ds(nm, nm, "driver",
+                       f"{crs.get('repository') or 'nvcr.io/nvidia'}/{crs.get('image') or 'driver'}:"
+                       f"{crs.get('version', '')}-{os_tag}", "nvidia-driver-ctr", sel, strategy={"type": "OnDelete"},
+                       extra_pod_labels={"app.kubernetes.io/component": "nvidia-driver",
+                                         "nvidia.com/nvidiadriver": L.name(cr)},
+                       tol=crs.get("tolerations") or tolerations,
+                       ann={"nvidia.com/gpu-driver-upgrade-enabled": "true" if auto else "false"})
+    for key, dsname, comp, skey in L.OPERANDS:
+        if key == "driver" or not L.spec_enabled(spec, skey):
+            continue
+        images = {
+            "toolkit": ("nvcr.io/nvidia/k8s", "container-toolkit", "v1.20.0", "nvidia-container-toolkit-ctr"),
+            "device-plugin": ("nvcr.io/nvidia", "k8s-device-plugin", "v0.20.0", "nvidia-device-plugin"),
+            "gfd": ("nvcr.io/nvidia", "k8s-device-plugin", "v0.20.0", "gpu-feature-discovery"),
+            "dcgm": ("nvcr.io/nvidia/cloud-native", "dcgm", "4.4.1-1-ubuntu22.04", "nvidia-dcgm-ctr"),
+            "dcgm-exporter": ("nvcr.io/nvidia/k8s", "dcgm-exporter", "4.6.0-4.8.3-distroless", "nvidia-dcgm-exporter"),
+            "validator": ("nvcr.io/nvidia/cloud-native", "gpu-operator-validator", "v26.7.0", "nvidia-operator-validator"),
+            "mig-manager": ("nvcr.io/nvidia/cloud-native", "k8s-mig-manager", "v0.15.0", "nvidia-mig-manager"),
+            "node-status-exporter": ("nvcr.io/nvidia/cloud-native", "gpu-operator-validator", "v26.7.0",
+                                     "nvidia-node-status-exporter"),
+        }[key]
+        repo, img, ver, container = images
+        skey2 = skey or "validator"
+        ds(dsname, dsname, comp, _image(spec, skey2, repo, img, ver), container, {L.DEPLOY + comp: "true"})
+    return out
