@@ -1,0 +1,163 @@
+# Every command a person or CI runs. `make site` runs the main job on the local simulated GPU cluster;
+# `make test` runs the whole suite (.ci/run calls it). Both set themselves up and are safe to repeat.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+REPO := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+PYTHON ?= python3.11
+VENV := $(REPO)/.venv
+BUILD := $(REPO)/build
+# Collection root for ansible-playbook, ansible-doc, molecule and unit tests: symlinks to this checkout and
+# to kubernetes.core from the venv (the `ansible` PyPI package ships it; Galaxy users get it via galaxy.yml).
+COLLECTIONS := $(BUILD)/collections
+# ansible-test needs a real directory under ansible_collections/ (it resolves symlinks and then refuses the
+# checkout), so sanity runs on a fresh copy of the files git would see (tracked + untracked, not ignored),
+# made its own (empty) git repository so that ansible-test lists its files rather than this checkout's.
+SANITY_COLLECTIONS := $(BUILD)/ansible-test
+SANITY_ROOT := $(SANITY_COLLECTIONS)/ansible_collections/gpuops/gpu_operator
+K8S_CORE := $(VENV)/lib/python3.11/site-packages/ansible_collections/kubernetes/core
+VERSION := $(shell sed -n 's/^version: *//p' $(REPO)/galaxy.yml)
+TARBALL := $(BUILD)/gpuops-gpu_operator-$(VERSION).tar.gz
+# ansible-core 2.19 bootstraps pip 24.2 in its test venvs (re-check after a core upgrade).
+GET_PIP_CACHE := $(HOME)/.ansible/test/cache/get_pip_24_2.py
+# Every sanity test ansible-core ships (validate-modules, pylint, pep8, compile, yamllint, import, ...);
+# narrow it with e.g. `make sanity SANITY_ARGS="--test pep8"`.
+SANITY_ARGS ?=
+ANSIBLE_ENV := ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false
+STAMP := $(VENV)/.gpuops-stamp
+
+export PATH := $(VENV)/bin:$(PATH)
+
+.PHONY: help venv collection-root sanity-root sim-binaries nvml lint ruff ansible-lint sanity units \
+	integration molecule test site site-down bench build doc-check changelog-lint clean
+
+help:
+	@echo "make site   - bring up the simulated GPU cluster (profile demo) and run playbooks/site.yml on it"
+	@echo "make test   - the whole suite: lint, sanity, units, doc-check, integration, molecule"
+	@echo "other targets: venv collection-root sim-binaries nvml lint sanity units integration molecule"
+	@echo "               doc-check changelog-lint build bench site-down clean"
+
+# --- set-up -------------------------------------------------------------------------------------------
+# The stamp depends on the requirement files, so a repeat run is a no-op until they change.
+venv: $(STAMP)
+$(STAMP): $(REPO)/requirements/dev.txt $(REPO)/requirements/runtime.txt $(REPO)/requirements/constraints.txt
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet -r $(REPO)/requirements/dev.txt -c $(REPO)/requirements/constraints.txt
+	@touch $@
+
+collection-root: venv
+	@mkdir -p $(COLLECTIONS)/ansible_collections/gpuops $(COLLECTIONS)/ansible_collections/kubernetes
+	@ln -sfn $(REPO) $(COLLECTIONS)/ansible_collections/gpuops/gpu_operator
+	@test -d $(K8S_CORE) || { echo "kubernetes.core not found at $(K8S_CORE) (is the 'ansible' package installed?)"; exit 1; }
+	@ln -sfn $(K8S_CORE) $(COLLECTIONS)/ansible_collections/kubernetes/core
+
+sanity-root: venv
+	@rm -rf $(SANITY_COLLECTIONS)
+	@mkdir -p $(SANITY_ROOT) $(SANITY_COLLECTIONS)/ansible_collections/kubernetes
+	@cd $(REPO) && git ls-files -z --cached --others --exclude-standard \
+		| while IFS= read -r -d '' f; do if [ -e "$$f" ] || [ -L "$$f" ]; then printf '%s\0' "$$f"; fi; done \
+		| tar --null --files-from=- -cf - | tar -xf - -C $(SANITY_ROOT)
+	@ln -sfn $(K8S_CORE) $(SANITY_COLLECTIONS)/ansible_collections/kubernetes/core
+	@# Its own .git stops ansible-test walking up to this checkout, where build/ is git-ignored.
+	@git -C $(SANITY_ROOT) init -q
+
+sim-binaries:
+	bash $(REPO)/tests/sim/build/build.sh
+
+nvml:
+	@if [ -f $(REPO)/tests/sim/nvml/Makefile ]; then $(MAKE) --no-print-directory -C $(REPO)/tests/sim/nvml; \
+	else echo "nvml: tests/sim/nvml/Makefile does not exist yet, nothing to build"; fi
+
+# --- test stages --------------------------------------------------------------------------------------
+PY_DIRS := $(wildcard $(REPO)/plugins $(REPO)/tests $(REPO)/bench)
+
+lint: ruff ansible-lint
+
+ruff: venv
+	cd $(REPO) && $(VENV)/bin/ruff check $(PY_DIRS)
+	cd $(REPO) && $(VENV)/bin/ruff format --check $(PY_DIRS)
+
+ansible-lint: collection-root
+	cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/ansible-lint --profile production
+
+sanity: sanity-root
+	@mkdir -p $(dir $(GET_PIP_CACHE))
+	@cp $(REPO)/tests/sanity/get_pip_standin.py $(GET_PIP_CACHE)
+	cd $(SANITY_ROOT) && $(VENV)/bin/ansible-test sanity --venv --python 3.11 --color no $(SANITY_ARGS)
+
+units: collection-root
+	@if [ -d $(REPO)/tests/unit ]; then \
+		cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/python -m pytest tests/unit -p no:cacheprovider -q; \
+	else echo "units: tests/unit does not exist yet, nothing to run"; fi
+
+integration: collection-root sim-binaries nvml
+	@if [ -d $(REPO)/tests/integration ]; then \
+		cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/python -m pytest tests/integration -p no:cacheprovider -q; \
+	else echo "integration: tests/integration does not exist yet, nothing to run"; fi
+
+# Role scenarios share the `default` scenario's control plane (extensions/molecule/config.yml).
+MOLECULE_SCENARIOS = $(filter-out default,$(notdir $(patsubst %/molecule.yml,%,$(wildcard $(REPO)/extensions/molecule/*/molecule.yml))))
+molecule: collection-root sim-binaries
+	@if [ -n "$(MOLECULE_SCENARIOS)" ]; then \
+		cd $(REPO)/extensions && $(ANSIBLE_ENV) $(VENV)/bin/molecule test --all; \
+	else echo "molecule: no role scenarios exist yet (only extensions/molecule/default), nothing to run"; fi
+
+changelog-lint: venv
+	cd $(REPO) && $(VENV)/bin/antsibull-changelog lint
+
+build: venv
+	@mkdir -p $(BUILD)
+	cd $(REPO) && $(VENV)/bin/ansible-galaxy collection build --force --output-path $(BUILD) .
+
+# Install the tarball (not the checkout) into a scratch path and render every module's documentation.
+doc-check: build
+	@rm -rf $(BUILD)/doc-check && mkdir -p $(BUILD)/doc-check/ansible_collections/kubernetes
+	@ln -sfn $(K8S_CORE) $(BUILD)/doc-check/ansible_collections/kubernetes/core
+	@cd $(REPO) && $(VENV)/bin/ansible-galaxy collection install --offline --no-deps --force \
+		-p $(BUILD)/doc-check $(TARBALL) >/dev/null
+	@cd $(BUILD) && modules=$$(ls $(REPO)/plugins/modules/*.py 2>/dev/null | xargs -r -n1 basename | sed 's/\.py$$//'); \
+	if [ -z "$$modules" ]; then echo "doc-check: no modules yet"; exit 0; fi; failed=0; \
+	for m in $$modules; do \
+		if ANSIBLE_COLLECTIONS_PATH=$(BUILD)/doc-check ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false \
+			$(VENV)/bin/ansible-doc gpuops.gpu_operator.$$m >$(BUILD)/doc-check/$$m.txt 2>&1 \
+			&& ! grep -q '^\[WARNING\]\|^ERROR' $(BUILD)/doc-check/$$m.txt; then \
+			echo "doc-check: gpuops.gpu_operator.$$m renders"; \
+		else echo "doc-check: gpuops.gpu_operator.$$m FAILED:"; cat $(BUILD)/doc-check/$$m.txt; failed=1; fi; \
+	done; exit $$failed
+
+# Runs every stage in order, stops at the first failure naming it, prints each stage's seconds.
+TEST_STAGES ?= lint sanity units doc-check changelog-lint integration molecule
+test: venv
+	@passed=0; total=$$(date +%s); \
+	for stage in $(TEST_STAGES); do \
+		echo "=== stage $$stage ==="; start=$$(date +%s); \
+		if $(MAKE) --no-print-directory $$stage; then \
+			passed=$$((passed + 1)); echo "=== stage $$stage passed in $$(( $$(date +%s) - start ))s ==="; \
+		else \
+			echo "=== stage $$stage FAILED after $$(( $$(date +%s) - start ))s; later stages not run ==="; \
+			echo "$$passed passed, 1 failed"; exit 1; \
+		fi; \
+	done; \
+	echo "all stages passed in $$(( $$(date +%s) - total ))s"; \
+	echo "$$passed passed, 0 failed"
+
+# --- the main job -------------------------------------------------------------------------------------
+site: collection-root sim-binaries nvml
+	cd $(REPO) && $(VENV)/bin/python -m tests.sim up --profile demo
+	cd $(REPO) && $(VENV)/bin/python -m tests.sim inventory > $(BUILD)/inventory.yml
+	cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/ansible-playbook -i $(BUILD)/inventory.yml playbooks/site.yml
+
+site-down: venv
+	cd $(REPO) && $(VENV)/bin/python -m tests.sim down
+
+bench: collection-root
+	@shopt -s nullglob; scripts=($(REPO)/bench/*.py); \
+	if [ $${#scripts[@]} -eq 0 ]; then echo "bench: no benchmarks yet"; exit 0; fi; \
+	for script in "$${scripts[@]}"; do \
+		echo "=== bench $$(basename $$script) ==="; \
+		(cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/python $$script); \
+	done
+
+clean:
+	rm -rf $(BUILD)/ansible-test $(BUILD)/doc-check $(BUILD)/*.tar.gz $(REPO)/tests/output
