@@ -500,7 +500,7 @@ def _up(state: State, prof: profiles.Profile, bins: dict, port: int | None, time
     ], marker=bins["kube-apiserver"])
     ctx = ssl.create_default_context(cafile=ca)
     ctx.load_cert_chain(crt, key)
-    _wait("kube-apiserver /readyz", state, "kube-apiserver", lambda: _https_ok(f"{server}/readyz", ctx), 90)
+    _wait("kube-apiserver /readyz", state, "kube-apiserver", lambda: _https_ok(f"{server}/readyz", ctx), 150)
 
     insecure = ssl.create_default_context()
     insecure.check_hostname = False
@@ -520,9 +520,9 @@ def _up(state: State, prof: profiles.Profile, bins: dict, port: int | None, time
         f"--secure-port={sched_port}", always, "--leader-elect=false", f"--cert-dir={d / 'pki'}",
     ], marker=bins["kube-scheduler"])
     _wait("kube-controller-manager /healthz", state, "kube-controller-manager",
-          lambda: _https_ok(f"https://127.0.0.1:{kcm_port}/healthz", insecure), 60)
+          lambda: _https_ok(f"https://127.0.0.1:{kcm_port}/healthz", insecure), 120)
     _wait("kube-scheduler /healthz", state, "kube-scheduler",
-          lambda: _https_ok(f"https://127.0.0.1:{sched_port}/healthz", insecure), 60)
+          lambda: _https_ok(f"https://127.0.0.1:{sched_port}/healthz", insecure), 120)
 
     log(f"kwok (kubelet API on 127.0.0.1:{kwok_port})")
     kwok_cfg = _kwok_config(state, prof)
