@@ -21,7 +21,7 @@ def _with(**pool):
     ({"pools": BASE["pools"]}, "missing required key 'name'"),
     ({**BASE, "operator": "real"}, "'operator'"),
     ({**BASE, "kwok": {"lease": 1}}, "unknown key 'kwok.lease'"),
-    ({"name": "x", "pools": [{"name": "g", "count": -1}]}, "pools[0].count"),
+    ({"name": "x", "pools": [{"name": "g", "count": -1}]}, "pools[g].count"),
     ({"name": "x", "pools": [{"name": "g", "count": 1}, {"name": "g", "count": 1}]}, "duplicate pool name"),
 ])
 def test_bad_profiles_are_rejected_with_the_key(data, fragment):
