@@ -23,7 +23,7 @@ description:
   - Transient API failures (HTTP 429, 5xx, connection errors) are retried with exponential backoff and jitter,
     honouring C(Retry-After).
 author:
-  - gpuops.gpu_operator contributors
+  - gpuops.gpu_operator contributors (@gpuops)
 requirements:
   - kubernetes >= 29.0.0 (Python library, for kubeconfig handling)
 extends_documentation_fragment:
@@ -57,7 +57,7 @@ options:
     type: int
     default: 500
 notes:
-  - O(nodes) is a dictionary keyed by node name so that a play can look a node up with
+  - RV(nodes) is a dictionary keyed by node name so that a play can look a node up with
     C(result.nodes[inventory_hostname]); use C(result.nodes | dict2items) or C(result.nodes.values()) to iterate.
   - The response JSON is parsed directly, without the kubernetes client model classes, which keeps a
     1,000-node LIST fast. See C(docs/cluster-info.md) in the collection for measured figures.
