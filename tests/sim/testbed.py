@@ -410,6 +410,9 @@ def up(profile: str = "ci", state_dir: Path | str = DEFAULT_STATE, port: int | N
             log("already up; nothing to do")
             print(_running_summary(state))
             return state
+        if not dead and checks:
+            raise TestbedError(f"test bed in {state.dir} is still starting (another `up` is running) or its `up` "
+                               "was killed; wait for it, or run `python -m tests.sim down` first")
         if dead and any(ok for _, _, ok in checks):
             n, c = dead[0]
             raise TestbedError(f"test bed in {state.dir} is partly running ({n} is not running, log {c['log']}); "
@@ -428,6 +431,13 @@ def up(profile: str = "ci", state_dir: Path | str = DEFAULT_STATE, port: int | N
                   "helm": bins["helm"], "helm3": bins["helm3"]}
     state.save()
     t0 = time.monotonic()
+
+    def _terminated(signum, frame):
+        raise KeyboardInterrupt
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminated)
+    except ValueError:  # not the main thread: leave signal handling alone
+        previous = None
     try:
         _up(state, prof, bins, port, timeout)
     except BaseException as exc:
@@ -442,6 +452,9 @@ def up(profile: str = "ci", state_dir: Path | str = DEFAULT_STATE, port: int | N
             raise
         raise TestbedError(f"up failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} "
                            f"(logs in {state.dir / 'logs'})") from exc
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     state.data["up_seconds"] = round(time.monotonic() - t0, 1)
     state.data["ready"] = True
     state.save()
