@@ -18,6 +18,8 @@ log = logging.getLogger("sim.operator")
 GROUP = "nvidia.com"
 MANAGED = "sim.gpuops.io/managed"
 HASH = "sim.gpuops.io/spec-hash"
+# kwok stages that (re)mark nodes Ready must skip nodes carrying this label (tests/sim/kwok_stages)
+NNR_LABEL = "sim.gpuops.io/node-not-ready"
 
 
 def now_iso() -> str:
@@ -286,6 +288,11 @@ class Controller:
         nname = L.name(node)
         conds = (node.get("status") or {}).get("conditions") or []
         ready = next((c for c in conds if c.get("type") == "Ready"), None)
+        lab = L.labels(node)
+        if "node-not-ready" in f and lab.get(NNR_LABEL) != "true":
+            self._patch_node(node, {"metadata": {"labels": {NNR_LABEL: "true"}}})
+        elif "node-not-ready" not in f and NNR_LABEL in lab:
+            self._patch_node(node, {"metadata": {"labels": {NNR_LABEL: None}}})
         if "node-not-ready" in f:
             if ready and ready.get("status") == "True" and time.monotonic() - self.last_node_not_ready.get(nname, 0) > 1:
                 self.last_node_not_ready[nname] = time.monotonic()
