@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""Benchmark: gpu_cluster_info vs the raw LIST floor and vs a per-node loop, on the `scale-1000` test bed.
+
+* floor: what `kubectl get nodes,pods -A -o json` does - LIST nodes and LIST pods in all namespaces, pages of
+  500 (kubectl's default --chunk-size), JSON decoded, nothing else.
+* gpu_cluster_info: the module's gather() in-process (same code path as the module, without Ansible's process
+  start-up, which is reported separately as `module via ansible`).
+* per-node loop: what existing scripts do - for every GPU node, GET the node and LIST its pods
+  (`kubectl get node X; kubectl get pods -A --field-selector spec.nodeName=X`).
+* typed models: the floor's LISTs through kubernetes.client.CoreV1Api (model deserialisation), to show why the
+  module decodes raw JSON.
+
+All HTTP goes through the collection's _k8s.K8sClient (same TLS, keep-alive and retries), so the comparison
+is the work, not the transport. Operand pods are seeded once in namespace gpu-operator (default 7 per node,
+bound by nodeName, as DaemonSets would place them) because the scale-1000 profile runs no operator.
+
+    .venv/bin/python bench/cluster_info.py [--state-dir DIR] [--operands-per-node 7] [--repeat 3]
+
+Without --state-dir it starts `python -m tests.sim up --profile scale-1000` in a temporary directory and stops it
+afterwards. Prints figures; never run from the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COLLECTIONS = ROOT / "build" / "collections"
+LINK = COLLECTIONS / "ansible_collections" / "gpuops" / "gpu_operator"
+if not LINK.exists():
+    LINK.parent.mkdir(parents=True, exist_ok=True)
+    LINK.symlink_to(ROOT)
+sys.path.insert(0, str(COLLECTIONS))
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (  # noqa: E402
+    K8sClient,
+    load_configuration,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.modules.gpu_cluster_info import gather  # noqa: E402
+
+OPERANDS = [
+    "nvidia-driver-daemonset",
+    "nvidia-container-toolkit-daemonset",
+    "nvidia-device-plugin-daemonset",
+    "gpu-feature-discovery",
+    "nvidia-dcgm-exporter",
+    "nvidia-operator-validator",
+    "nvidia-mig-manager",
+]
+NAMESPACE = "gpu-operator"
+
+
+def new_client(kubeconfig):
+    return K8sClient(load_configuration(kubeconfig=kubeconfig), timeout=120)
+
+
+def floor(kubeconfig):
+    c = new_client(kubeconfig)
+    nodes = c.list_core("nodes", page_size=500)
+    pods = c.list_core("pods", page_size=500)
+    return c.requests, len(nodes), len(pods)
+
+
+def module_gather(kubeconfig, page_size=500):
+    c = new_client(kubeconfig)
+    result = gather(c, page_size=page_size)
+    return result["api_requests"], result["totals"]["nodes"], result["totals"]["operand_pods"]
+
+
+def per_node_loop(kubeconfig):
+    c = new_client(kubeconfig)
+    # discover the GPU nodes by name the way scripts do (`kubectl get nodes -l ... -o name`)
+    names = [
+        n["metadata"]["name"]
+        for n in c.list_core("nodes", label_selector="feature.node.kubernetes.io/pci-10de.present=true")
+    ]
+    pods = 0
+    for name in names:
+        c.get("/api/v1/nodes/%s" % name, what="get node %s" % name)
+        pods += len(c.list_core("pods", field_selector="spec.nodeName=%s" % name, page_size=500))
+    return c.requests, len(names), pods
+
+
+def typed_models(kubeconfig):
+    from kubernetes import client, config
+
+    api = client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig))
+    requests, count = 0, 0
+    for lister in (api.list_node, api.list_pod_for_all_namespaces):
+        cont = None
+        while True:
+            resp = lister(limit=500, _continue=cont)
+            requests += 1
+            count += len(resp.items)
+            cont = resp.metadata._continue
+            if not cont:
+                break
+    return requests, count, 0
+
+
+def module_via_ansible(kubeconfig):
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS),
+        ANSIBLE_LOCALHOST_WARNING="0",
+        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+    )
+    args = "kubeconfig=%s" % kubeconfig
+    cmd = [
+        str(Path(sys.executable).parent / "ansible"),
+        "localhost",
+        "-c",
+        "local",
+        "-i",
+        "localhost,",
+        "-m",
+        "gpuops.gpu_operator.gpu_cluster_info",
+        "-a",
+        args,
+        "-o",
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stdout[-2000:] + proc.stderr[-2000:])
+    data = json.loads(proc.stdout.split("=>", 1)[1])
+    return data["api_requests"], data["totals"]["nodes"], data["totals"]["operand_pods"]
+
+
+def timed(fn, kubeconfig, repeat):
+    times, last = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        last = fn(kubeconfig)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), last
+
+
+def seed_operands(admin_kubeconfig, per_node):
+    """Create `per_node` operand pods on every GPU node (idempotent: skips when they already exist)."""
+    from kubernetes import client, config
+
+    api = client.CoreV1Api(config.new_client_from_config(config_file=admin_kubeconfig))
+    try:
+        api.create_namespace({"metadata": {"name": NAMESPACE}})
+    except client.ApiException as exc:
+        if exc.status != 409:
+            raise
+    raw = new_client(admin_kubeconfig)
+    nodes = [
+        n["metadata"]["name"]
+        for n in raw.list_core("nodes", label_selector="feature.node.kubernetes.io/pci-10de.present=true")
+    ]
+    existing = {p["metadata"]["name"] for p in raw.list_core("pods", namespace=NAMESPACE)}
+    wanted = []
+    for node in nodes:
+        for app in OPERANDS[:per_node]:
+            name = "%s-%s" % (app, node)
+            if name not in existing:
+                wanted.append((name, app, node))
+
+    def create(item):
+        name, app, node = item
+        body = {
+            "metadata": {"name": name, "labels": {"app": app, "app.kubernetes.io/part-of": "gpu-operator"}},
+            "spec": {
+                "nodeName": node,
+                "tolerations": [{"operator": "Exists"}],
+                "containers": [{"name": "main", "image": "nvcr.io/nvidia/%s:bench" % app}],
+            },
+        }
+        for attempt in range(5):
+            try:
+                api.create_namespaced_pod(NAMESPACE, body)
+                return
+            except client.ApiException as exc:
+                if exc.status == 409:
+                    return
+                if attempt == 4:
+                    raise
+                time.sleep(0.5 * (attempt + 1))
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(create, wanted))
+    if wanted:
+        print("seeded %d operand pods in %.1fs" % (len(wanted), time.perf_counter() - t0), flush=True)
+    return len(nodes)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--state-dir", help="a running test bed (python -m tests.sim up --profile scale-1000)")
+    ap.add_argument("--operands-per-node", type=int, default=7, choices=range(0, len(OPERANDS) + 1))
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--skip-loop", action="store_true", help="skip the (slow) per-node loop")
+    opts = ap.parse_args()
+
+    owned = None
+    state_dir = opts.state_dir
+    if not state_dir:
+        owned = tempfile.mkdtemp(prefix="gpuops-bench-")
+        state_dir = os.path.join(owned, "bed")
+        print("starting scale-1000 test bed in %s ..." % state_dir, flush=True)
+        subprocess.run(
+            [sys.executable, "-m", "tests.sim", "up", "--profile", "scale-1000", "--state-dir", state_dir],
+            cwd=ROOT,
+            check=True,
+            timeout=1800,
+        )
+    try:
+        state = json.loads(Path(state_dir, "state.json").read_text())
+        admin, sa = state["kubeconfig"], state["sa_kubeconfig"]
+        gpu_nodes = seed_operands(admin, opts.operands_per_node)
+        time.sleep(2)
+        print(
+            "profile %s: %d GPU nodes, %d operand pods per node; median of %d runs; identity: least privilege"
+            % (state.get("profile"), gpu_nodes, opts.operands_per_node, opts.repeat),
+            flush=True,
+        )
+
+        rows = {}
+        rows["floor"] = timed(floor, sa, opts.repeat)
+        rows["gpu_cluster_info"] = timed(module_gather, sa, opts.repeat)
+        rows["gpu_cluster_info page_size=5000"] = timed(lambda k: module_gather(k, 5000), sa, opts.repeat)
+        rows["typed models (floor LISTs)"] = timed(typed_models, sa, opts.repeat)
+        rows["module via ansible"] = timed(module_via_ansible, sa, 1)
+        if not opts.skip_loop:
+            rows["per-node loop"] = timed(per_node_loop, sa, 1)
+
+        base = rows["floor"][0]
+        mod = rows["gpu_cluster_info"][0]
+        print("\n%-34s %9s %9s %10s  %s" % ("method", "seconds", "requests", "vs floor", "objects (nodes, pods)"))
+        for name, (secs, (reqs, n, p)) in rows.items():
+            print("%-34s %9.3f %9d %9.2fx  %d, %d" % (name, secs, reqs, secs / base, n, p))
+        print()
+        ratio = mod / base
+        print(
+            "gpu_cluster_info / floor        = %.2fx  (target <= 1.5x: %s)"
+            % (ratio, "PASS" if ratio <= 1.5 else "FAIL")
+        )
+        if "per-node loop" in rows:
+            speed = rows["per-node loop"][0] / mod
+            print(
+                "per-node loop / gpu_cluster_info = %.1fx  (target >= 20x: %s)"
+                % (speed, "PASS" if speed >= 20 else "FAIL")
+            )
+        reqs = rows["gpu_cluster_info"][1][0]
+        print(
+            "gpu_cluster_info API requests    = %d at page_size=500, %d at page_size=5000  (target <= 10: %s)"
+            % (reqs, rows["gpu_cluster_info page_size=5000"][1][0], "PASS" if reqs <= 10 else "FAIL at default")
+        )
+        typed = rows["typed models (floor LISTs)"][0]
+        print("typed model decoding / raw JSON  = %.1fx for the same LISTs" % (typed / base))
+    finally:
+        if owned:
+            subprocess.run(
+                [sys.executable, "-m", "tests.sim", "down", "--state-dir", state_dir],
+                cwd=ROOT,
+                check=False,
+                timeout=300,
+            )
+
+
+if __name__ == "__main__":
+    main()
