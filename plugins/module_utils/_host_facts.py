@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: gpuops.gpu_operator contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 # NOTE: THIS MODULE UTIL IS PRIVATE TO THE gpuops.gpu_operator COLLECTION. It may change incompatibly at any

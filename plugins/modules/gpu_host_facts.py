@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Copyright: gpuops.gpu_operator contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import absolute_import, division, print_function
@@ -25,7 +25,7 @@ description:
     the Fabric Manager unit; unattended kernel upgrades.
   - A missing, unreadable or malformed source is listed in RV(ansible_facts.gpu_host.problems); it never fails the task.
 author:
-  - gpuops.gpu_operator contributors
+  - gpuops.gpu_operator contributors (@gpuops)
 extends_documentation_fragment:
   - gpuops.gpu_operator.host_root
 attributes:

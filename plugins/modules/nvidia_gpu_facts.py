@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Copyright: gpuops.gpu_operator contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import absolute_import, division, print_function
@@ -22,7 +22,7 @@ description:
     GPU gives an error entry on that GPU. An unsupported field is V(null).
   - Each GPU carries a health verdict (V(ok), V(warning) or V(critical)) with reasons.
 author:
-  - gpuops.gpu_operator contributors
+  - gpuops.gpu_operator contributors (@gpuops)
 requirements:
   - nvidia-ml-py (module C(pynvml)) on the managed host
 options:
