@@ -1,0 +1,127 @@
+"""Helpers for the simulated GPU Operator integration tests (imported by conftest.py and the tests)."""
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+
+NS = "gpu-operator"
+GROUP, CP_VER, CP_PLURAL = "nvidia.com", "v1", "clusterpolicies"
+
+
+def wait_for(pred, timeout=30.0, interval=0.2, what="condition"):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = pred()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+class Op:
+    def __init__(self, bed, api, prof, helm_env, state_dir):
+        from kubernetes import client
+        self.bed, self.api, self.prof, self.helm_env, self.state_dir = bed, api, prof, helm_env, state_dir
+        self.core = client.CoreV1Api(api)
+        self.apps = client.AppsV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+        self.gpu_nodes = {n: p.gpu for p in prof.gpu_pools() for n in p.node_names() if p.gpu.count > 0}
+        self.cpu_nodes = [n for p in prof.pools if p.gpu is None for n in p.node_names()]
+
+    # helm ----------------------------------------------------------------------------------------
+    def helm(self, *args, check=True, timeout=180):
+        argv = [self.bed.helm, *args, "--kubeconfig", self.bed.kubeconfig]
+        r = subprocess.run(argv, capture_output=True, text=True, env=self.helm_env, timeout=timeout)
+        if check and r.returncode != 0:
+            raise AssertionError(f"helm {' '.join(args)} failed: {r.stderr.strip()[-1500:]}")
+        return r
+
+    def install(self, version="v26.7.0", *sets):
+        extra = [x for s in sets for x in ("--set", s)]
+        return self.helm("upgrade", "--install", "gpu-operator", "gpu-operator", "--repo", self.bed.chart_repo_url,
+                         "--version", version, "-n", NS, "--create-namespace", "--wait", "--timeout", "120s", *extra)
+
+    # reads ---------------------------------------------------------------------------------------
+    def cp(self):
+        return self.custom.get_cluster_custom_object(GROUP, CP_VER, CP_PLURAL, "cluster-policy")
+
+    def cp_state(self):
+        try:
+            return (self.cp().get("status") or {}).get("state")
+        except Exception:
+            return None
+
+    def node(self, name):
+        return self.core.read_node(name)
+
+    def alloc(self, name, res="nvidia.com/gpu"):
+        return (self.node(name).status.allocatable or {}).get(res)
+
+    def cap(self, name, res="nvidia.com/gpu"):
+        return (self.node(name).status.capacity or {}).get(res)
+
+    def pods(self, app=None, node=None, selector=None):
+        sel = selector or (f"app={app}" if app else None)
+        items = self.core.list_namespaced_pod(NS, label_selector=sel).items
+        return [p for p in items if node is None or p.spec.node_name == node]
+
+    def events(self, ns="default", reason=None, name=None):
+        evs = self.core.list_namespaced_event(ns).items
+        return [e for e in evs if (reason is None or e.reason == reason)
+                and (name is None or e.involved_object.name == name)]
+
+    # writes --------------------------------------------------------------------------------------
+    def annotate(self, node, **ann):
+        self.core.patch_node(node, {"metadata": {"annotations": ann}})
+
+    def label(self, node, **lab):
+        self.core.patch_node(node, {"metadata": {"labels": lab}})
+
+    def fault(self, node, value):
+        self.core.patch_node(node, {"metadata": {"annotations": {"sim.gpuops.io/fault": value}}})
+
+    def patch_cp(self, spec):
+        self.custom.patch_cluster_custom_object(GROUP, CP_VER, CP_PLURAL, "cluster-policy", {"spec": spec})
+
+    def healthy(self):
+        """ClusterPolicy ready and every GPU node advertising its full GPU count."""
+        return self.cp_state() == "ready" and all(
+            self.alloc(n) == str(g.count) for n, g in self.gpu_nodes.items())
+
+    def wait_healthy(self, timeout=45):
+        wait_for(self.healthy, timeout, what="ClusterPolicy ready and full allocatable")
+
+
+class NodeRecorder:
+    """Watches nodes in a thread and records every value of one label per node (in order)."""
+
+    def __init__(self, api, label):
+        from kubernetes import client, watch
+        self.label, self.seq, self.snapshots = label, {}, []
+        self.core = client.CoreV1Api(api)
+        self.w = watch.Watch()
+        self.current = {}
+        self.t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        rv = self.core.list_node().metadata.resource_version
+        for ev in self.w.stream(self.core.list_node, resource_version=rv, timeout_seconds=300):
+            n = ev["object"]
+            v = (n.metadata.labels or {}).get(self.label)
+            s = self.seq.setdefault(n.metadata.name, [])
+            if not s or s[-1] != v:
+                s.append(v)
+            self.current[n.metadata.name] = (v, bool(n.spec.unschedulable))
+            self.snapshots.append(dict(self.current))
+
+    def start(self):
+        self.t.start()
+        time.sleep(0.5)
+        return self
+
+    def stop(self):
+        self.w.stop()
+
+
