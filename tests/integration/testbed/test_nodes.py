@@ -55,3 +55,31 @@ def test_version_is_real(testbed):
     from kubernetes import client
     v = client.VersionApi(testbed.api_client()).get_code()
     assert v.git_version.startswith("v1.") and v.git_version != "v0.0.0", v.git_version
+
+
+def test_node_not_ready_label_keeps_node_not_ready(testbed):
+    """The simulated operator's node-not-ready fault: kwok leaves a labelled NotReady node alone."""
+    import datetime
+    import time
+
+    from kubernetes import client
+    core = client.CoreV1Api(testbed.api_client())
+    prof = profiles.load(testbed.profile)
+    name = next(p for p in prof.pools if p.role == "worker" and p.gpu is None).node_names()[0]
+
+    def ready():
+        return next(c.status for c in core.read_node(name).status.conditions if c.type == "Ready")
+    core.patch_node(name, {"metadata": {"labels": {"sim.gpuops.io/node-not-ready": "true"}}})
+    try:
+        t = datetime.datetime.now(datetime.timezone.utc).isoformat()
+        core.patch_node_status(name, {"status": {"conditions": [{
+            "type": "Ready", "status": "False", "reason": "KubeletNotReady", "message": "test",
+            "lastHeartbeatTime": t, "lastTransitionTime": t}]}})
+        time.sleep(3)
+        assert ready() == "False"
+    finally:
+        core.patch_node(name, {"metadata": {"labels": {"sim.gpuops.io/node-not-ready": None}}})
+    deadline = time.monotonic() + 30
+    while ready() != "True":
+        assert time.monotonic() < deadline, "node did not become Ready again"
+        time.sleep(0.5)
