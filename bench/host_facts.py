@@ -8,6 +8,7 @@ so the ratio compares the work of the tasks. Prints figures; never run from the 
 
     .venv/bin/python bench/host_facts.py [--hosts 50] [--repeat 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,18 +23,29 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 TREES = sorted(p.name for p in (ROOT / "tests/sim/hosts").iterdir() if p.is_dir())
-PROFILE = {"ubuntu2204-kubeadm-containerd": "l40s-4", "ubuntu2404-operator-driver-root": "h100-sxm-8",
-           "rhel9-secureboot": "t4-1", "k3s": "a100-mig-8", "rke2": "degraded", "microk8s": "fields-unsupported",
-           "broken-nouveau-no-headers": "driver-not-loaded"}
+PROFILE = {
+    "ubuntu2204-kubeadm-containerd": "l40s-4",
+    "ubuntu2404-operator-driver-root": "h100-sxm-8",
+    "rhel9-secureboot": "t4-1",
+    "k3s": "a100-mig-8",
+    "rke2": "degraded",
+    "microk8s": "fields-unsupported",
+    "broken-nouveau-no-headers": "driver-not-loaded",
+}
 
 PLAYS = {
     "empty": [],
     "setup_min": [{"name": "setup", "ansible.builtin.setup": {"gather_subset": ["min"]}}],
     "gpuops_facts": [
         {"name": "host facts", "gpuops.gpu_operator.gpu_host_facts": {"host_root": "{{ host_root }}"}},
-        {"name": "gpu facts", "gpuops.gpu_operator.nvidia_gpu_facts": {
-            "host_root": "{{ host_root }}", "library_path": str(ROOT / "build/nvml/libnvidia-ml.so.1")},
-         "environment": {"GPUOPS_FAKE_NVML_FIXTURE": "{{ nvml_fixture }}"}},
+        {
+            "name": "gpu facts",
+            "gpuops.gpu_operator.nvidia_gpu_facts": {
+                "host_root": "{{ host_root }}",
+                "library_path": str(ROOT / "build/nvml/libnvidia-ml.so.1"),
+            },
+            "environment": {"GPUOPS_FAKE_NVML_FIXTURE": "{{ nvml_fixture }}"},
+        },
     ],
 }
 
@@ -51,13 +63,21 @@ def main():
     hosts = {}
     for i in range(args.hosts):
         tree = TREES[i % len(TREES)]
-        hosts[f"gpu{i:03d}"] = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-                                "host_root": str(ROOT / "tests/sim/hosts" / tree),
-                                "nvml_fixture": str(ROOT / "tests/sim/nvml/profiles" / f"{PROFILE[tree]}.yml")}
+        hosts[f"gpu{i:03d}"] = {
+            "ansible_connection": "local",
+            "ansible_python_interpreter": sys.executable,
+            "host_root": str(ROOT / "tests/sim/hosts" / tree),
+            "nvml_fixture": str(ROOT / "tests/sim/nvml/profiles" / f"{PROFILE[tree]}.yml"),
+        }
     inv = work / "inventory.yml"
     inv.write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(work / "collections"), ANSIBLE_FORKS=os.environ.get(
-        "ANSIBLE_FORKS", "10"), ANSIBLE_STDOUT_CALLBACK="ansible.builtin.minimal", ANSIBLE_LOCAL_TEMP=str(work / "t"))
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=str(work / "collections"),
+        ANSIBLE_FORKS=os.environ.get("ANSIBLE_FORKS", "10"),
+        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.minimal",
+        ANSIBLE_LOCAL_TEMP=str(work / "t"),
+    )
     env.pop("LD_LIBRARY_PATH", None)
     playbook = Path(sys.executable).parent / "ansible-playbook"
     best = {}
@@ -67,8 +87,9 @@ def main():
         times = []
         for _ in range(args.repeat):
             t0 = time.monotonic()
-            proc = subprocess.run([str(playbook), "-i", str(inv), "--check", str(path)], env=env,
-                                  capture_output=True, text=True)
+            proc = subprocess.run(
+                [str(playbook), "-i", str(inv), "--check", str(path)], env=env, capture_output=True, text=True
+            )
             times.append(time.monotonic() - t0)
             if proc.returncode != 0:
                 sys.exit(f"{name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
@@ -80,7 +101,9 @@ def main():
     print(f"hosts={n} forks={env['ANSIBLE_FORKS']} repeat={args.repeat} (best wall seconds)")
     print(f"empty play            {base:7.2f} s")
     print(f"setup gather_subset=min {best['setup_min']:7.2f} s  -> {1000 * setup / n:6.1f} ms/host over empty")
-    print(f"gpu_host_facts+nvidia_gpu_facts {best['gpuops_facts']:7.2f} s  -> {1000 * ours / n:6.1f} ms/host over empty")
+    print(
+        f"gpu_host_facts+nvidia_gpu_facts {best['gpuops_facts']:7.2f} s  -> {1000 * ours / n:6.1f} ms/host over empty"
+    )
     print(f"ratio (both modules / setup min, per host) = {ours / setup:.2f}")
 
 

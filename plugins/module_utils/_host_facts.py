@@ -34,16 +34,36 @@ VALIDATION_COMPONENTS = ('driver', 'toolkit', 'cuda', 'plugin')
 
 # distribution -> (containerd config candidates, socket, marker paths)
 DISTRIBUTIONS = (
-    ('rke2', ('var/lib/rancher/rke2/agent/etc/containerd/config.toml',),
-     '/run/k3s/containerd/containerd.sock', ('etc/rancher/rke2', 'var/lib/rancher/rke2')),
-    ('k3s', ('var/lib/rancher/k3s/agent/etc/containerd/config.toml',),
-     '/run/k3s/containerd/containerd.sock', ('etc/rancher/k3s', 'var/lib/rancher/k3s')),
-    ('microk8s', ('var/snap/microk8s/current/args/containerd-template.toml',),
-     '/var/snap/microk8s/common/run/containerd.sock', ('var/snap/microk8s',)),
-    ('k0s', ('etc/k0s/containerd.toml', 'etc/k0s/containerd.d/nvidia.toml'),
-     '/run/k0s/containerd.sock', ('etc/k0s', 'var/lib/k0s')),
-    ('kubeadm', ('etc/containerd/config.toml',), '/run/containerd/containerd.sock',
-     ('etc/kubernetes/kubelet.conf', 'etc/kubernetes/manifests')),
+    (
+        'rke2',
+        ('var/lib/rancher/rke2/agent/etc/containerd/config.toml',),
+        '/run/k3s/containerd/containerd.sock',
+        ('etc/rancher/rke2', 'var/lib/rancher/rke2'),
+    ),
+    (
+        'k3s',
+        ('var/lib/rancher/k3s/agent/etc/containerd/config.toml',),
+        '/run/k3s/containerd/containerd.sock',
+        ('etc/rancher/k3s', 'var/lib/rancher/k3s'),
+    ),
+    (
+        'microk8s',
+        ('var/snap/microk8s/current/args/containerd-template.toml',),
+        '/var/snap/microk8s/common/run/containerd.sock',
+        ('var/snap/microk8s',),
+    ),
+    (
+        'k0s',
+        ('etc/k0s/containerd.toml', 'etc/k0s/containerd.d/nvidia.toml'),
+        '/run/k0s/containerd.sock',
+        ('etc/k0s', 'var/lib/k0s'),
+    ),
+    (
+        'kubeadm',
+        ('etc/containerd/config.toml',),
+        '/run/containerd/containerd.sock',
+        ('etc/kubernetes/kubelet.conf', 'etc/kubernetes/manifests'),
+    ),
 )
 TEMPLATES = {
     'rke2': 'var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl',
@@ -177,9 +197,11 @@ def parse_nvidia_version(text):
     if not m:
         return None
     gcc = GCC_RE.search(text)
-    return {'version': m.group('version'),
-            'flavor': 'open' if 'Open Kernel Module' in m.group('desc') else 'proprietary',
-            'gcc': gcc.group('gcc').strip() if gcc else None}
+    return {
+        'version': m.group('version'),
+        'flavor': 'open' if 'Open Kernel Module' in m.group('desc') else 'proprietary',
+        'gcc': gcc.group('gcc').strip() if gcc else None,
+    }
 
 
 def parse_modprobe(text):
@@ -225,8 +247,11 @@ def containerd_summary(cfg):
     """Runtimes, default runtime, CDI and cgroup driver from a parsed containerd config (v2 or v3)."""
     plugins = cfg.get('plugins') or {}
     version = cfg.get('version')
-    cri = (_get(plugins, 'io.containerd.cri.v1.runtime') if version == 3 else None) or \
-        _get(plugins, 'io.containerd.grpc.v1.cri') or {}
+    cri = (
+        (_get(plugins, 'io.containerd.cri.v1.runtime') if version == 3 else None)
+        or _get(plugins, 'io.containerd.grpc.v1.cri')
+        or {}
+    )
     ctd = cri.get('containerd') or {}
     runtimes = ctd.get('runtimes') or {}
     nvidia = runtimes.get('nvidia') or {}
@@ -255,15 +280,22 @@ def merge_containerd(base, extra):
 def crio_summary(cfg):
     runtime = _get(cfg, 'crio', 'runtime') or {}
     runtimes = runtime.get('runtimes') or {}
-    return {'runtimes': sorted(runtimes), 'default_runtime': runtime.get('default_runtime'),
-            'nvidia_runtime': 'nvidia' in runtimes, 'cgroup_manager': runtime.get('cgroup_manager')}
+    return {
+        'runtimes': sorted(runtimes),
+        'default_runtime': runtime.get('default_runtime'),
+        'nvidia_runtime': 'nvidia' in runtimes,
+        'cgroup_manager': runtime.get('cgroup_manager'),
+    }
 
 
 def docker_summary(cfg):
     runtimes = cfg.get('runtimes') or {}
-    return {'runtimes': sorted(runtimes) if isinstance(runtimes, dict) else [],
-            'default_runtime': cfg.get('default-runtime'), 'nvidia_runtime': 'nvidia' in runtimes,
-            'cdi_enabled': _get(cfg, 'features', 'cdi')}
+    return {
+        'runtimes': sorted(runtimes) if isinstance(runtimes, dict) else [],
+        'default_runtime': cfg.get('default-runtime'),
+        'nvidia_runtime': 'nvidia' in runtimes,
+        'cdi_enabled': _get(cfg, 'features', 'cdi'),
+    }
 
 
 class HostFacts(object):
@@ -302,9 +334,14 @@ class HostFacts(object):
             arch = platform.machine()
         headers = None
         if release:
-            headers = any(r.resolves(p) for p in (
-                'lib/modules/%s/build' % release, 'usr/src/kernels/%s' % release,
-                'usr/src/linux-headers-%s' % release))
+            headers = any(
+                r.resolves(p)
+                for p in (
+                    'lib/modules/%s/build' % release,
+                    'usr/src/kernels/%s' % release,
+                    'usr/src/linux-headers-%s' % release,
+                )
+            )
         return {'release': release, 'version': version, 'architecture': arch, 'headers_present': headers}
 
     def os_release(self):
@@ -316,8 +353,13 @@ class HostFacts(object):
         data, bad = parse_os_release(text or '')
         if bad:
             r.problem(source, 'malformed', '%d line(s) ignored' % bad)
-        return {'id': data.get('ID'), 'version_id': data.get('VERSION_ID'), 'id_like': data.get('ID_LIKE', '').split(),
-                'pretty_name': data.get('PRETTY_NAME'), 'version_codename': data.get('VERSION_CODENAME')}
+        return {
+            'id': data.get('ID'),
+            'version_id': data.get('VERSION_ID'),
+            'id_like': data.get('ID_LIKE', '').split(),
+            'pretty_name': data.get('PRETTY_NAME'),
+            'version_codename': data.get('VERSION_CODENAME'),
+        }
 
     def cmdline(self):
         text = (self.r.read('proc/cmdline', required=True) or '').strip()
@@ -354,13 +396,16 @@ class HostFacts(object):
                 black |= b
                 for k, v in o.items():
                     opts.setdefault(k, {}).update(v)
-        cmd_black = 'nouveau' in str(args.get('modprobe.blacklist', '')).split(',') or \
-            'nouveau' in str(args.get('rd.driver.blacklist', '')).split(',')
-        return {'loaded': modules['nouveau']['loaded'],
-                'blacklisted_modprobe': 'nouveau' in black,
-                'modeset_disabled': opts.get('nouveau', {}).get('modeset') == '0' or args.get('nouveau.modeset') == '0',
-                'blacklisted_cmdline': cmd_black,
-                'blacklist_files': files}
+        cmd_black = 'nouveau' in str(args.get('modprobe.blacklist', '')).split(',') or 'nouveau' in str(
+            args.get('rd.driver.blacklist', '')
+        ).split(',')
+        return {
+            'loaded': modules['nouveau']['loaded'],
+            'blacklisted_modprobe': 'nouveau' in black,
+            'modeset_disabled': opts.get('nouveau', {}).get('modeset') == '0' or args.get('nouveau.modeset') == '0',
+            'blacklisted_cmdline': cmd_black,
+            'blacklist_files': files,
+        }
 
     def nvidia_driver(self):
         text = self.r.read('proc/driver/nvidia/version')
@@ -394,19 +439,35 @@ class HostFacts(object):
             numa = (r.read(d + '/numa_node') or '').strip()
             driver = r.readlink(d + '/driver')
             group = r.readlink(d + '/iommu_group')
-            kind = 'nvswitch' if cls.startswith('0x0680') else (
-                'gpu' if cls.startswith('0x0302') or cls.startswith('0x0300') else 'other')
-            devices.append({'address': addr, 'device_id': device, 'class': cls or None, 'kind': kind,
-                            'driver': os.path.basename(driver) if driver else None,
-                            'numa_node': int(numa) if re.match(r'^-?\d+$', numa) else None,
-                            'iommu_group': os.path.basename(group) if group else None})
-        return {'devices': devices, 'gpu_count': sum(1 for d in devices if d['kind'] == 'gpu'),
-                'nvswitch_count': sum(1 for d in devices if d['kind'] == 'nvswitch')}
+            kind = (
+                'nvswitch'
+                if cls.startswith('0x0680')
+                else ('gpu' if cls.startswith('0x0302') or cls.startswith('0x0300') else 'other')
+            )
+            devices.append(
+                {
+                    'address': addr,
+                    'device_id': device,
+                    'class': cls or None,
+                    'kind': kind,
+                    'driver': os.path.basename(driver) if driver else None,
+                    'numa_node': int(numa) if re.match(r'^-?\d+$', numa) else None,
+                    'iommu_group': os.path.basename(group) if group else None,
+                }
+            )
+        return {
+            'devices': devices,
+            'gpu_count': sum(1 for d in devices if d['kind'] == 'gpu'),
+            'nvswitch_count': sum(1 for d in devices if d['kind'] == 'nvswitch'),
+        }
 
     def iommu(self, args):
         groups = self.r.listdir('sys/kernel/iommu_groups')
-        return {'enabled': bool(groups), 'groups': len(groups),
-                'cmdline': {k: args[k] for k in ('intel_iommu', 'amd_iommu', 'iommu') if k in args}}
+        return {
+            'enabled': bool(groups),
+            'groups': len(groups),
+            'cmdline': {k: args[k] for k in ('intel_iommu', 'amd_iommu', 'iommu') if k in args},
+        }
 
     def devices(self):
         r = self.r
@@ -416,9 +477,12 @@ class HostFacts(object):
             target = r.readlink('dev/char/' + name)
             if target and os.path.basename(target).startswith('nvidia'):
                 links[name] = target
-        linked = set(os.path.basename(t) for t in links.values())
-        return {'nodes': nodes, 'char_links': links,
-                'char_links_missing': sorted(n for n in nodes if n != 'nvidia-caps' and n not in linked)}
+        linked = {os.path.basename(t) for t in links.values()}
+        return {
+            'nodes': nodes,
+            'char_links': links,
+            'char_links_missing': sorted(n for n in nodes if n != 'nvidia-caps' and n not in linked),
+        }
 
     def kubernetes(self):
         r = self.r
@@ -434,8 +498,14 @@ class HostFacts(object):
 
     def container_runtime(self, distro):
         r = self.r
-        out = {'name': None, 'config_path': None, 'socket': None, 'socket_present': False, 'config': None,
-               'template_path': None}
+        out = {
+            'name': None,
+            'config_path': None,
+            'socket': None,
+            'socket_present': False,
+            'config': None,
+            'template_path': None,
+        }
         for name, configs, socket, _markers in DISTRIBUTIONS:
             if distro and name != distro:
                 continue
@@ -508,34 +578,56 @@ class HostFacts(object):
 
     def toolkit(self):
         r = self.r
-        for rel in ('etc/nvidia-container-runtime/config.toml',
-                    'usr/local/nvidia/toolkit/.config/nvidia-container-runtime/config.toml'):
+        for rel in (
+            'etc/nvidia-container-runtime/config.toml',
+            'usr/local/nvidia/toolkit/.config/nvidia-container-runtime/config.toml',
+        ):
             if r.exists(rel):
                 cfg = r.toml(rel) or {}
                 ncr = cfg.get('nvidia-container-runtime') or {}
-                return {'installed': True, 'config_path': '/' + rel, 'mode': ncr.get('mode'),
-                        'cdi_default_kind': _get(ncr, 'modes', 'cdi', 'default-kind'),
-                        'ldconfig': _get(cfg, 'nvidia-container-cli', 'ldconfig'),
-                        'root': _get(cfg, 'nvidia-container-cli', 'root')}
-        return {'installed': False, 'config_path': None, 'mode': None, 'cdi_default_kind': None,
-                'ldconfig': None, 'root': None}
+                return {
+                    'installed': True,
+                    'config_path': '/' + rel,
+                    'mode': ncr.get('mode'),
+                    'cdi_default_kind': _get(ncr, 'modes', 'cdi', 'default-kind'),
+                    'ldconfig': _get(cfg, 'nvidia-container-cli', 'ldconfig'),
+                    'root': _get(cfg, 'nvidia-container-cli', 'root'),
+                }
+        return {
+            'installed': False,
+            'config_path': None,
+            'mode': None,
+            'cdi_default_kind': None,
+            'ldconfig': None,
+            'root': None,
+        }
 
     def validations(self):
         r = self.r
         d = 'run/nvidia/validations'
         files = r.listdir(d)
-        ready = dict((c, '%s-ready' % c in files) for c in VALIDATION_COMPONENTS)
+        ready = {c: '%s-ready' % c in files for c in VALIDATION_COMPONENTS}
         driver = r.read(d + '/driver-ready')
-        return {'present': r.exists(d), 'files': files, 'ready': ready,
-                'all_ready': all(ready.values()), 'driver_ready': parse_kv(driver) if driver else None}
+        return {
+            'present': r.exists(d),
+            'files': files,
+            'ready': ready,
+            'all_ready': all(ready.values()),
+            'driver_ready': parse_kv(driver) if driver else None,
+        }
 
     def fabric_manager(self, pci):
         r = self.r
         unit = 'nvidia-fabricmanager.service'
-        installed = any(r.exists('%s/%s' % (d, unit)) for d in (
-            'etc/systemd/system', 'lib/systemd/system', 'usr/lib/systemd/system'))
-        enabled = any(r.exists('etc/systemd/system/%s/%s' % (w, unit)) for w in r.listdir('etc/systemd/system')
-                      if w.endswith('.wants'))
+        installed = any(
+            r.exists('%s/%s' % (d, unit))
+            for d in ('etc/systemd/system', 'lib/systemd/system', 'usr/lib/systemd/system')
+        )
+        enabled = any(
+            r.exists('etc/systemd/system/%s/%s' % (w, unit))
+            for w in r.listdir('etc/systemd/system')
+            if w.endswith('.wants')
+        )
         return {'installed': installed, 'enabled': enabled, 'required': pci['nvswitch_count'] > 0}
 
     def unattended_upgrades(self):
@@ -544,12 +636,18 @@ class HostFacts(object):
         if text is not None:
             m = re.search(r'APT::Periodic::Unattended-Upgrade\s+"(\d+)"', text)
             blk = r.read('etc/apt/apt.conf.d/50unattended-upgrades') or ''
-            return {'tool': 'unattended-upgrades', 'enabled': bool(m and m.group(1) != '0'),
-                    'kernel_blacklisted': bool(re.search(r'"linux-', blk.split('Package-Blacklist', 1)[-1]
-                                                         if 'Package-Blacklist' in blk else ''))}
+            return {
+                'tool': 'unattended-upgrades',
+                'enabled': bool(m and m.group(1) != '0'),
+                'kernel_blacklisted': bool(
+                    re.search(r'"linux-', blk.split('Package-Blacklist', 1)[-1] if 'Package-Blacklist' in blk else '')
+                ),
+            }
         if r.exists('etc/dnf/automatic.conf'):
-            timer = any(r.exists('etc/systemd/system/timers.target.wants/%s' % t) for t in (
-                'dnf-automatic.timer', 'dnf-automatic-install.timer'))
+            timer = any(
+                r.exists('etc/systemd/system/timers.target.wants/%s' % t)
+                for t in ('dnf-automatic.timer', 'dnf-automatic-install.timer')
+            )
             text = r.read('etc/dnf/automatic.conf') or ''
             apply = re.search(r'^\s*apply_updates\s*=\s*(yes|true|1)\s*$', text, re.M | re.I) is not None
             return {'tool': 'dnf-automatic', 'enabled': timer and apply, 'kernel_blacklisted': None}

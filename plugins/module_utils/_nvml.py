@@ -18,33 +18,69 @@ import os
 DEFAULT_DRIVER_ROOT = '/run/nvidia/driver'
 SONAME = 'libnvidia-ml.so.1'
 LIB_DIRS = (
-    'usr/lib64', 'usr/lib/x86_64-linux-gnu', 'usr/lib/aarch64-linux-gnu', 'usr/lib', 'lib64',
-    'lib/x86_64-linux-gnu', 'lib/aarch64-linux-gnu', 'usr/local/nvidia/lib64',
+    'usr/lib64',
+    'usr/lib/x86_64-linux-gnu',
+    'usr/lib/aarch64-linux-gnu',
+    'usr/lib',
+    'lib64',
+    'lib/x86_64-linux-gnu',
+    'lib/aarch64-linux-gnu',
+    'usr/local/nvidia/lib64',
 )
 
 # NVML return codes (nvml.h) -> (reason code, hint)
 REASONS = {
     4: ('no_permission', 'The caller cannot open /dev/nvidia*; run as root (become: true) or fix device permissions.'),
-    9: ('driver_not_loaded', 'The NVIDIA kernel module is not loaded: check `lsmod | grep nvidia`, the driver pod '
-        '(nvidia-driver-daemonset) logs, nouveau blacklisting and Secure Boot.'),
-    12: ('library_not_found', 'No libnvidia-ml.so.1 found: install the driver, or set driver_root/library_path '
-         'to the operator-managed driver root (/run/nvidia/driver).'),
+    9: (
+        'driver_not_loaded',
+        'The NVIDIA kernel module is not loaded: check `lsmod | grep nvidia`, the driver pod '
+        '(nvidia-driver-daemonset) logs, nouveau blacklisting and Secure Boot.',
+    ),
+    12: (
+        'library_not_found',
+        'No libnvidia-ml.so.1 found: install the driver, or set driver_root/library_path '
+        'to the operator-managed driver root (/run/nvidia/driver).',
+    ),
     13: ('function_not_found', 'The NVML library is too old for this call; upgrade the driver.'),
-    15: ('gpu_lost', 'The GPU fell off the bus (Xid 79): drain the node, check `dmesg | grep -i xid`, reset or '
-         'power-cycle the GPU, and check PCIe/thermal health.'),
-    18: ('driver_library_mismatch', 'The user-space NVML library and the loaded kernel module differ (driver '
-         'upgraded without reload): reboot or reload the nvidia modules, then restart the operands.'),
-    999: ('unknown', 'NVML returned Unknown Error; in containers this is often missing /dev/char symlinks or a '
-          'cgroup device rule (GPU Operator issue #485).'),
+    15: (
+        'gpu_lost',
+        'The GPU fell off the bus (Xid 79): drain the node, check `dmesg | grep -i xid`, reset or '
+        'power-cycle the GPU, and check PCIe/thermal health.',
+    ),
+    18: (
+        'driver_library_mismatch',
+        'The user-space NVML library and the loaded kernel module differ (driver '
+        'upgraded without reload): reboot or reload the nvidia modules, then restart the operands.',
+    ),
+    999: (
+        'unknown',
+        'NVML returned Unknown Error; in containers this is often missing /dev/char symlinks or a '
+        'cgroup device rule (GPU Operator issue #485).',
+    ),
 }
 
 CLOCK_EVENT_REASONS = (
-    (0x1, 'gpu_idle'), (0x2, 'applications_clocks_setting'), (0x4, 'sw_power_cap'), (0x8, 'hw_slowdown'),
-    (0x10, 'sync_boost'), (0x20, 'sw_thermal_slowdown'), (0x40, 'hw_thermal_slowdown'),
-    (0x80, 'hw_power_brake_slowdown'), (0x100, 'display_clock_setting'),
+    (0x1, 'gpu_idle'),
+    (0x2, 'applications_clocks_setting'),
+    (0x4, 'sw_power_cap'),
+    (0x8, 'hw_slowdown'),
+    (0x10, 'sync_boost'),
+    (0x20, 'sw_thermal_slowdown'),
+    (0x40, 'hw_thermal_slowdown'),
+    (0x80, 'hw_power_brake_slowdown'),
+    (0x100, 'display_clock_setting'),
 )
-ARCHITECTURES = {2: 'kepler', 3: 'maxwell', 4: 'pascal', 5: 'volta', 6: 'turing', 7: 'ampere', 8: 'ada',
-                 9: 'hopper', 10: 'blackwell'}
+ARCHITECTURES = {
+    2: 'kepler',
+    3: 'maxwell',
+    4: 'pascal',
+    5: 'volta',
+    6: 'turing',
+    7: 'ampere',
+    8: 'ada',
+    9: 'hopper',
+    10: 'blackwell',
+}
 COMPUTE_MODES = {0: 'default', 1: 'exclusive_thread', 2: 'prohibited', 3: 'exclusive_process'}
 FABRIC_STATES = {0: 'not_supported', 1: 'not_started', 2: 'in_progress', 3: 'completed'}
 # "Benign" reasons: not a slowdown.
@@ -145,8 +181,12 @@ def gpu_facts(sess, index):
     if handle is None:
         code = 3 if code is None else code
         reason, hint = reason_for(code)
-        entry.update({'error': {'reason': reason, 'code': code, 'hint': hint},
-                      'health': {'status': 'critical', 'reasons': [reason]}})
+        entry.update(
+            {
+                'error': {'reason': reason, 'code': code, 'hint': hint},
+                'health': {'status': 'critical', 'reasons': [reason]},
+            }
+        )
         return entry
     errors = []
     try:
@@ -180,15 +220,19 @@ def _collect(sess, h, e, errors):
     e['memory_total_bytes'] = mem.total if mem is not None else None
     e['memory_used_bytes'] = mem.used if mem is not None else None
     mig = f('mig_mode', n.nvmlDeviceGetMigMode, h)
-    e['mig'] = {'current': bool(mig[0]) if mig else None, 'pending': bool(mig[1]) if mig else None,
-                'max_devices': f('mig_max_devices', n.nvmlDeviceGetMaxMigDeviceCount, h) if mig else None,
-                'devices': _mig_devices(sess, h, e, errors) if mig and mig[0] else []}
+    e['mig'] = {
+        'current': bool(mig[0]) if mig else None,
+        'pending': bool(mig[1]) if mig else None,
+        'max_devices': f('mig_max_devices', n.nvmlDeviceGetMaxMigDeviceCount, h) if mig else None,
+        'devices': _mig_devices(sess, h, e, errors) if mig and mig[0] else [],
+    }
     ecc = f('ecc_mode', n.nvmlDeviceGetEccMode, h)
     e['ecc'] = {'current': bool(ecc[0]) if ecc else None, 'pending': bool(ecc[1]) if ecc else None}
     for kind, etype in (('corrected', 0), ('uncorrected', 1)):
         for scope, ctype in (('volatile', 0), ('aggregate', 1)):
             e['ecc']['%s_%s' % (scope, kind)] = (
-                f('ecc_%s_%s' % (scope, kind), n.nvmlDeviceGetTotalEccErrors, h, etype, ctype) if ecc else None)
+                f('ecc_%s_%s' % (scope, kind), n.nvmlDeviceGetTotalEccErrors, h, etype, ctype) if ecc else None
+            )
     sbe = f('retired_pages', n.nvmlDeviceGetRetiredPages, h, 0)
     dbe = f('retired_pages', n.nvmlDeviceGetRetiredPages, h, 1) if sbe is not None else None
     pend = f('retired_pages_pending', n.nvmlDeviceGetRetiredPagesPendingStatus, h)
@@ -198,8 +242,12 @@ def _collect(sess, h, e, errors):
         'pending': bool(pend) if pend is not None else None,
     }
     rows = f('remapped_rows', n.nvmlDeviceGetRemappedRows, h)
-    e['remapped_rows'] = dict(zip(('corrected', 'uncorrected', 'pending', 'failure'),
-                                  (rows[0], rows[1], bool(rows[2]), bool(rows[3])) if rows else (None,) * 4))
+    e['remapped_rows'] = dict(
+        zip(
+            ('corrected', 'uncorrected', 'pending', 'failure'),
+            (rows[0], rows[1], bool(rows[2]), bool(rows[3])) if rows else (None,) * 4,
+        )
+    )
     e['temperature_c'] = f('temperature', n.nvmlDeviceGetTemperature, h, 0)
     pw = f('power_usage', n.nvmlDeviceGetPowerUsage, h)
     lim = f('power_limit', n.nvmlDeviceGetEnforcedPowerLimit, h)
@@ -228,8 +276,11 @@ def _fabric(sess, h, f):
     state = FABRIC_STATES.get(info.state, str(info.state))
     if state == 'not_supported':
         return None
-    return {'state': state, 'status': reason_for(info.status)[0] if info.status else 'success',
-            'clique_id': info.cliqueId}
+    return {
+        'state': state,
+        'status': reason_for(info.status)[0] if info.status else 'success',
+        'clique_id': info.cliqueId,
+    }
 
 
 def _mig_devices(sess, h, e, errors):
@@ -281,9 +332,18 @@ def health(e):
 
 def collect(pynvml, library_path=None, host_root='/', driver_root=DEFAULT_DRIVER_ROOT):
     """The whole nvidia_gpu fact; never raises for NVML errors."""
-    facts = {'available': False, 'reason': None, 'hint': None, 'library_path': None,
-             'driver_version': None, 'nvml_version': None, 'cuda_driver_version': None,
-             'gpu_count': 0, 'gpus': [], 'health': None}
+    facts = {
+        'available': False,
+        'reason': None,
+        'hint': None,
+        'library_path': None,
+        'driver_version': None,
+        'nvml_version': None,
+        'cuda_driver_version': None,
+        'gpu_count': 0,
+        'gpus': [],
+        'health': None,
+    }
     sess = NvmlSession(pynvml)
     path, code = sess.load(library_path, host_root, driver_root)
     if code is not None:

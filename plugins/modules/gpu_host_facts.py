@@ -93,11 +93,15 @@ ansible_facts:
           type: dict
           returned: always
         nouveau:
-          description: C(loaded), C(blacklisted_modprobe), C(modeset_disabled), C(blacklisted_cmdline), C(blacklist_files).
+          description:
+            - C(loaded), C(blacklisted_modprobe), C(modeset_disabled), C(blacklisted_cmdline),
+              C(blacklist_files).
           type: dict
           returned: always
         nvidia_driver:
-          description: From C(/proc/driver/nvidia/version), C(loaded), C(version), C(flavor) (V(open) or V(proprietary)), C(gcc).
+          description:
+            - From C(/proc/driver/nvidia/version), C(loaded), C(version), C(flavor) (V(open) or
+              V(proprietary)), C(gcc).
           type: dict
           returned: always
         secure_boot:
@@ -115,7 +119,9 @@ ansible_facts:
           type: dict
           returned: always
         devices:
-          description: C(nodes) (C(/dev/nvidia*) names), C(char_links) (C(/dev/char) name to target), C(char_links_missing).
+          description:
+            - C(nodes) (C(/dev/nvidia*) names), C(char_links) (C(/dev/char) name to target),
+              C(char_links_missing).
           type: dict
           returned: always
         kubernetes:
@@ -124,9 +130,9 @@ ansible_facts:
           returned: always
         container_runtime:
           description:
-            - C(name) (V(containerd), V(cri-o), V(docker)), C(config_path), C(template_path), C(socket), C(socket_present),
-              C(config) (C(version), C(runtimes), C(default_runtime), C(nvidia_runtime), C(nvidia_runtime_binary),
-              C(systemd_cgroup), C(cdi_enabled), C(imports)).
+            - C(name) (V(containerd), V(cri-o), V(docker)), C(config_path), C(template_path), C(socket),
+              C(socket_present), C(config) (C(version), C(runtimes), C(default_runtime), C(nvidia_runtime),
+              C(nvidia_runtime_binary), C(systemd_cgroup), C(cdi_enabled), C(imports)).
           type: dict
           returned: always
         cdi:

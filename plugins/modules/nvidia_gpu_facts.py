@@ -164,6 +164,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 try:
     import pynvml
+
     HAS_PYNVML = True
     PYNVML_IMP_ERR = None
 except ImportError:

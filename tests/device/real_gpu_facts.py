@@ -9,6 +9,7 @@ is importable the module itself is also run through AnsibleModule). One short co
 Prints the facts summary, cross-checks GPU count, driver version, UUIDs, bus ids and names with nvidia-smi's XML,
 and the timing figures (best of --repeat). Exit status 0 when the cross-checks pass.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,6 +50,7 @@ def run_module_in_process():
     from contextlib import redirect_stdout
 
     from ansible_collections.gpuops.gpu_operator.plugins.modules import nvidia_gpu_facts
+
     buf = io.StringIO()
     with patch_module_args({}), redirect_stdout(buf):
         try:
@@ -69,24 +71,31 @@ def main():
     from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _nvml
 
     t_facts, facts = best(lambda: _nvml.collect(pynvml), args.repeat)
-    print(f"nvidia-ml-py {getattr(pynvml, '__version__', '?')}; available={facts['available']} "
-          f"reason={facts['reason']} library={facts['library_path']}")
-    print(f"driver={facts['driver_version']} nvml={facts['nvml_version']} cuda={facts['cuda_driver_version']} "
-          f"gpus={facts['gpu_count']} health={facts['health']}")
+    print(
+        f"nvidia-ml-py {getattr(pynvml, '__version__', '?')}; available={facts['available']} "
+        f"reason={facts['reason']} library={facts['library_path']}"
+    )
+    print(
+        f"driver={facts['driver_version']} nvml={facts['nvml_version']} cuda={facts['cuda_driver_version']} "
+        f"gpus={facts['gpu_count']} health={facts['health']}"
+    )
     for g in facts["gpus"]:
-        print(f"  [{g['index']}] {g.get('name')} {g.get('uuid')} bus={g.get('pci_bus_id')} arch={g.get('architecture')}"
-              f" cc={g.get('compute_capability')} mem={g.get('memory_total_bytes')} mig={g.get('mig')}"
-              f" ecc={g.get('ecc')} rows={g.get('remapped_rows')} temp={g.get('temperature_c')}"
-              f" power={g.get('power_usage_w')}/{g.get('power_limit_w')}W clocks={g.get('clock_event_reasons')}"
-              f" pcie=gen{g.get('pcie_generation')}x{g.get('pcie_width')} fabric={g.get('fabric')}"
-              f" health={g['health']} errors={g.get('field_errors') or g.get('error')}")
+        print(
+            f"  [{g['index']}] {g.get('name')} {g.get('uuid')} bus={g.get('pci_bus_id')} arch={g.get('architecture')}"
+            f" cc={g.get('compute_capability')} mem={g.get('memory_total_bytes')} mig={g.get('mig')}"
+            f" ecc={g.get('ecc')} rows={g.get('remapped_rows')} temp={g.get('temperature_c')}"
+            f" power={g.get('power_usage_w')}/{g.get('power_limit_w')}W clocks={g.get('clock_event_reasons')}"
+            f" pcie=gen{g.get('pcie_generation')}x{g.get('pcie_width')} fabric={g.get('fabric')}"
+            f" health={g['health']} errors={g.get('field_errors') or g.get('error')}"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(facts, indent=2))
     ok = facts["available"]
     smi = shutil.which("nvidia-smi")
     if smi:
-        t_smi, xml = best(lambda: subprocess.run([smi, "-q", "-x"], capture_output=True, text=True,
-                                                 check=True).stdout, args.repeat)
+        t_smi, xml = best(
+            lambda: subprocess.run([smi, "-q", "-x"], capture_output=True, text=True, check=True).stdout, args.repeat
+        )
         root = ET.fromstring(xml)
         gpus = root.findall("gpu")
         checks = {
@@ -100,8 +109,10 @@ def main():
             same = want == got
             ok = ok and same
             print(f"check {key}: {'OK' if same else 'DIFF'} nvidia-smi={want} facts={got}")
-        print(f"timing best of {args.repeat}: facts {1000 * t_facts:.1f} ms, nvidia-smi -q -x {1000 * t_smi:.1f} ms,"
-              f" ratio {t_facts / t_smi:.3f}")
+        print(
+            f"timing best of {args.repeat}: facts {1000 * t_facts:.1f} ms, nvidia-smi -q -x {1000 * t_smi:.1f} ms,"
+            f" ratio {t_facts / t_smi:.3f}"
+        )
     else:
         print(f"timing best of {args.repeat}: facts {1000 * t_facts:.1f} ms; nvidia-smi not found")
     module = run_module_in_process()

@@ -2,6 +2,7 @@
 each host has its own host_root (tests/sim/hosts/<tree>) and NVML fixture (tests/sim/nvml/profiles/<profile>).
 Expected values are the fixture values, stated in the unit specs that this test reuses.
 Does not use the cluster test bed."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -74,20 +75,35 @@ def results(tmp_path_factory):
     (colls / "gpu_operator").symlink_to(ROOT)
     hosts = {}
     for name, (tree, profile, with_lib) in INVENTORY.items():
-        hv = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-              "host_root": str(HOSTS / tree), "nvml_fixture": str(PROFILES / f"{profile}.yml"),
-              "out_dir": str(work)}
+        hv = {
+            "ansible_connection": "local",
+            "ansible_python_interpreter": sys.executable,
+            "host_root": str(HOSTS / tree),
+            "nvml_fixture": str(PROFILES / f"{profile}.yml"),
+            "out_dir": str(work),
+        }
         if with_lib:
             hv["library_path"] = str(LIB)
         hosts[name] = hv
     (work / "inventory.yml").write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
     (work / "play.yml").write_text(PLAYBOOK)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(work / "collections"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_HOST_KEY_CHECKING="0", ANSIBLE_LOCAL_TEMP=str(work / "tmp"), ANSIBLE_FORKS="8")
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=str(work / "collections"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_HOST_KEY_CHECKING="0",
+        ANSIBLE_LOCAL_TEMP=str(work / "tmp"),
+        ANSIBLE_FORKS="8",
+    )
     env.pop("LD_LIBRARY_PATH", None)
     bindir = Path(sys.executable).parent
-    proc = subprocess.run([str(bindir / "ansible-playbook"), "-i", str(work / "inventory.yml"), "--check",
-                           str(work / "play.yml")], env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [str(bindir / "ansible-playbook"), "-i", str(work / "inventory.yml"), "--check", str(work / "play.yml")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "failed=0" in proc.stdout and "changed=" in proc.stdout
     return {name: json.loads((work / f"{name}.json").read_text()) for name in INVENTORY}
@@ -102,8 +118,7 @@ def test_host_facts_equal_the_tree(results, host):
         assert got[section] == expected, section
 
 
-@pytest.mark.parametrize("host", [h for h, v in INVENTORY.items()
-                                  if v[1] not in ("driver-not-loaded", "gpu-lost")])
+@pytest.mark.parametrize("host", [h for h, v in INVENTORY.items() if v[1] not in ("driver-not-loaded", "gpu-lost")])
 def test_gpu_facts_equal_the_profile(results, host):
     profile = INVENTORY[host][1]
     fx = NVML_SPEC.Fixture(profile)
@@ -117,20 +132,29 @@ def test_gpu_facts_equal_the_profile(results, host):
 def test_operator_driver_root_library_is_discovered(results):
     got = results["operator-h100"]["nvidia_gpu"]
     assert got["library_path"] == str(
-        HOSTS / "ubuntu2404-operator-driver-root" / "run/nvidia/driver/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1")
+        HOSTS / "ubuntu2404-operator-driver-root" / "run/nvidia/driver/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"
+    )
     assert got["health"] == "ok" and got["gpu_count"] == 8
     # NVML, /proc/driver/nvidia/version and PCI agree on this host
     host = results["operator-h100"]["gpu_host"]
     assert host["nvidia_driver"]["version"] == got["driver_version"] == "570.124.06"
     assert host["pci"]["gpu_count"] == got["gpu_count"]
-    assert [d["address"].upper() for d in host["pci"]["devices"] if d["kind"] == "gpu"] == \
-        [g["pci_bus_id"][4:] for g in got["gpus"]]
+    assert [d["address"].upper() for d in host["pci"]["devices"] if d["kind"] == "gpu"] == [
+        g["pci_bus_id"][4:] for g in got["gpus"]
+    ]
 
 
 def test_health_verdicts_across_the_fleet(results):
     assert {h: r["nvidia_gpu"]["health"] for h, r in results.items()} == {
-        "kubeadm-l40s": "ok", "operator-h100": "ok", "rhel-t4": "ok", "k3s-a100": "warning",
-        "rke2-degraded": "critical", "rke2-gpu-lost": "critical", "microk8s-a10": "ok", "broken": None}
+        "kubeadm-l40s": "ok",
+        "operator-h100": "ok",
+        "rhel-t4": "ok",
+        "k3s-a100": "warning",
+        "rke2-degraded": "critical",
+        "rke2-gpu-lost": "critical",
+        "microk8s-a10": "ok",
+        "broken": None,
+    }
     lost = results["rke2-gpu-lost"]["nvidia_gpu"]["gpus"][4]
     assert lost["error"]["reason"] == "gpu_lost" and lost["index"] == 4
 

@@ -1,5 +1,6 @@
 """Specification of the NVML facts (plugins/module_utils/_nvml.py), run through pynvml's real ctypes path
 against the project's fake libnvidia-ml.so.1 (tests/sim/nvml), one fixture profile at a time."""
+
 from __future__ import annotations
 
 import subprocess
@@ -61,6 +62,7 @@ def facts_for(fake_lib, monkeypatch):
     def run(profile):
         monkeypatch.setenv("GPUOPS_FAKE_NVML_FIXTURE", str(PROFILES / f"{profile}.yml"))
         return _nvml.collect(pynvml, library_path=fake_lib)
+
     return run
 
 
@@ -71,11 +73,16 @@ def expected_gpu(fx, i):
     mask = g("clock_event_reasons")
     n_sbe = g("retired_pages_sbe")
     return {
-        "index": i, "name": g("name"), "uuid": g("uuid"), "serial": g("serial"), "pci_bus_id": g("bus_id"),
+        "index": i,
+        "name": g("name"),
+        "uuid": g("uuid"),
+        "serial": g("serial"),
+        "pci_bus_id": g("bus_id"),
         "pci_device_id": "0x%08X" % g("pci_device_id"),
         "architecture": ARCH.get(g("architecture")) if g("architecture") is not None else None,
         "compute_capability": f"{g('cc_major')}.{g('cc_minor')}" if g("cc_major") is not None else None,
-        "memory_total_bytes": g("memory_total"), "memory_used_bytes": g("memory_used"),
+        "memory_total_bytes": g("memory_total"),
+        "memory_used_bytes": g("memory_used"),
         "mig": {
             "current": None if g("mig_current") is None else bool(g("mig_current")),
             "pending": None if g("mig_pending") is None else bool(g("mig_pending")),
@@ -83,21 +90,26 @@ def expected_gpu(fx, i):
             "devices": [
                 {"index": j, "uuid": "MIG-%s-%d" % (g("uuid")[4:], j), "memory_total_bytes": g("mig_memory_total")}
                 for j in range(g("mig_devices") or 0)
-            ] if mig_on else [],
+            ]
+            if mig_on
+            else [],
         },
         "ecc": {
             "current": None if g("ecc_current") is None else bool(g("ecc_current")),
             "pending": None if g("ecc_pending") is None else bool(g("ecc_pending")),
-            "volatile_corrected": g("ecc_volatile_corrected"), "volatile_uncorrected": g("ecc_volatile_uncorrected"),
+            "volatile_corrected": g("ecc_volatile_corrected"),
+            "volatile_uncorrected": g("ecc_volatile_uncorrected"),
             "aggregate_corrected": g("ecc_aggregate_corrected"),
             "aggregate_uncorrected": g("ecc_aggregate_uncorrected"),
         },
         "retired_pages": {
-            "single_bit": n_sbe, "double_bit": g("retired_pages_dbe") if n_sbe is not None else None,
+            "single_bit": n_sbe,
+            "double_bit": g("retired_pages_dbe") if n_sbe is not None else None,
             "pending": None if g("retired_pages_pending") is None else bool(g("retired_pages_pending")),
         },
         "remapped_rows": {
-            "corrected": g("remapped_rows_corrected"), "uncorrected": g("remapped_rows_uncorrected"),
+            "corrected": g("remapped_rows_corrected"),
+            "uncorrected": g("remapped_rows_uncorrected"),
             "pending": None if g("remapped_rows_pending") is None else bool(g("remapped_rows_pending")),
             "failure": None if g("remapped_rows_failure") is None else bool(g("remapped_rows_failure")),
         },
@@ -108,10 +120,12 @@ def expected_gpu(fx, i):
         "compute_mode": COMPUTE.get(g("compute_mode")) if g("compute_mode") is not None else None,
         "clock_event_reasons_mask": mask,
         "clock_event_reasons": _nvml.decode_clock_reasons(mask),
-        "pcie_generation": g("pcie_generation"), "pcie_width": g("pcie_width"), "vbios_version": g("vbios"),
-        "fabric": None if g("fabric_state") is None else {
-            "state": _nvml.FABRIC_STATES[g("fabric_state")], "status": "success",
-            "clique_id": g("fabric_clique_id")},
+        "pcie_generation": g("pcie_generation"),
+        "pcie_width": g("pcie_width"),
+        "vbios_version": g("vbios"),
+        "fabric": None
+        if g("fabric_state") is None
+        else {"state": _nvml.FABRIC_STATES[g("fabric_state")], "status": "success", "clique_id": g("fabric_clique_id")},
     }
 
 
@@ -193,21 +207,27 @@ def test_one_lost_gpu_gets_an_error_entry_and_the_rest_are_read(facts_for):
     assert lost["error"]["reason"] == "gpu_lost" and lost["error"]["code"] == 15 and "Xid 79" in lost["error"]["hint"]
     assert lost["health"] == {"status": "critical", "reasons": ["gpu_lost"]}
     assert [g["uuid"] for g in facts["gpus"] if g["index"] != 4] == [
-        Fixture("gpu-lost").gpu(i, "uuid") for i in range(8) if i != 4]
+        Fixture("gpu-lost").gpu(i, "uuid") for i in range(8) if i != 4
+    ]
     assert _nvml.require_gpus_problem(facts) == "GPUs with errors: 4 (gpu_lost)"
 
 
-@pytest.mark.parametrize("profile,reason", [
-    ("driver-not-loaded", "driver_not_loaded"),
-    ("version-mismatch", "driver_library_mismatch"),
-    ("no-permission", "no_permission"),
-])
+@pytest.mark.parametrize(
+    "profile,reason",
+    [
+        ("driver-not-loaded", "driver_not_loaded"),
+        ("version-mismatch", "driver_library_mismatch"),
+        ("no-permission", "no_permission"),
+    ],
+)
 def test_init_failures_make_nvml_unavailable_with_reason_and_hint(facts_for, profile, reason):
     facts = facts_for(profile)
     assert facts["available"] is False
     assert facts["reason"] == reason
-    assert facts["hint"] == _nvml.REASONS[{"driver_not_loaded": 9, "driver_library_mismatch": 18,
-                                           "no_permission": 4}[reason]][1]
+    assert (
+        facts["hint"]
+        == _nvml.REASONS[{"driver_not_loaded": 9, "driver_library_mismatch": 18, "no_permission": 4}[reason]][1]
+    )
     assert facts["gpus"] == [] and facts["gpu_count"] == 0 and facts["driver_version"] is None
     assert _nvml.require_gpus_problem(facts).startswith(f"NVML unavailable ({reason})")
 
@@ -244,6 +264,7 @@ def test_no_library_anywhere_is_library_not_found(monkeypatch, tmp_path):
 def test_a_failing_field_is_recorded_not_raised(facts_for, monkeypatch, code, reason):
     def boom(handle):
         raise pynvml.NVMLError(code)
+
     monkeypatch.setattr(pynvml, "nvmlDeviceGetVbiosVersion", boom)
     gpu = facts_for("t4-1")["gpus"][0]
     assert gpu["vbios_version"] is None
@@ -252,8 +273,7 @@ def test_a_failing_field_is_recorded_not_raised(facts_for, monkeypatch, code, re
 
 
 def test_function_not_found_is_null(facts_for, monkeypatch):
-    monkeypatch.setattr(pynvml, "nvmlDeviceGetGpuFabricInfo",
-                        lambda h, i: (_ for _ in ()).throw(pynvml.NVMLError(13)))
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetGpuFabricInfo", lambda h, i: (_ for _ in ()).throw(pynvml.NVMLError(13)))
     gpu = facts_for("h100-sxm-8")["gpus"][0]
     assert gpu["fabric"] is None and "field_errors" not in gpu
 
@@ -263,7 +283,7 @@ def test_fabric_in_progress_is_a_warning():
     assert _nvml.health(gpu)["reasons"] == ["fabric_not_registered"]
 
 
-@given(st.integers(min_value=0, max_value=2 ** 64 - 1))
+@given(st.integers(min_value=0, max_value=2**64 - 1))
 def test_clock_reason_decoding_names_exactly_the_set_bits(mask):
     names = _nvml.decode_clock_reasons(mask)
     assert names == [n for bit, n in _nvml.CLOCK_EVENT_REASONS if mask & bit]
@@ -276,12 +296,18 @@ def test_every_nvml_code_maps_to_a_reason_and_hint(code):
     assert reason and hint
 
 
-@given(st.fixed_dictionaries({}, optional={
-    "remapped_rows": st.fixed_dictionaries({"pending": st.booleans(), "failure": st.booleans()}),
-    "ecc": st.fixed_dictionaries({"volatile_uncorrected": st.integers(0, 5),
-                                  "aggregate_uncorrected": st.integers(0, 5)}),
-    "clock_event_reasons": st.lists(st.sampled_from([n for _, n in _nvml.CLOCK_EVENT_REASONS]), unique=True),
-}))
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "remapped_rows": st.fixed_dictionaries({"pending": st.booleans(), "failure": st.booleans()}),
+            "ecc": st.fixed_dictionaries(
+                {"volatile_uncorrected": st.integers(0, 5), "aggregate_uncorrected": st.integers(0, 5)}
+            ),
+            "clock_event_reasons": st.lists(st.sampled_from([n for _, n in _nvml.CLOCK_EVENT_REASONS]), unique=True),
+        },
+    )
+)
 def test_health_is_ok_exactly_when_there_are_no_reasons(gpu):
     verdict = _nvml.health(gpu)
     assert verdict["status"] in ("ok", "warning", "critical")

@@ -1,4 +1,5 @@
 """nvidia_gpu_facts module contract: only ansible_facts, check mode, require_gpus, missing pynvml."""
+
 from __future__ import annotations
 
 import json
@@ -57,10 +58,13 @@ def test_nvml_errors_do_not_fail_the_task_by_default(capsys, monkeypatch):
     assert rc == 0 and out["ansible_facts"]["nvidia_gpu"]["reason"] == "driver_library_mismatch"
 
 
-@pytest.mark.parametrize("profile,msg", [
-    ("driver-not-loaded", "NVML unavailable (driver_not_loaded)"),
-    ("gpu-lost", "GPUs with errors: 4 (gpu_lost)"),
-])
+@pytest.mark.parametrize(
+    "profile,msg",
+    [
+        ("driver-not-loaded", "NVML unavailable (driver_not_loaded)"),
+        ("gpu-lost", "GPUs with errors: 4 (gpu_lost)"),
+    ],
+)
 def test_require_gpus_fails_with_the_reason(capsys, monkeypatch, profile, msg):
     monkeypatch.setenv("GPUOPS_FAKE_NVML_FIXTURE", str(PROFILES / f"{profile}.yml"))
     rc, out = run(nvidia_gpu_facts, {"library_path": str(LIB), "require_gpus": True}, capsys)
