@@ -312,3 +312,22 @@ def test_health_is_ok_exactly_when_there_are_no_reasons(gpu):
     verdict = _nvml.health(gpu)
     assert verdict["status"] in ("ok", "warning", "critical")
     assert (verdict["status"] == "ok") == (verdict["reasons"] == [])
+
+
+def test_a_gpu_lost_in_the_middle_of_reading_stops_that_gpu_only(facts_for, monkeypatch):
+    real = pynvml.nvmlDeviceGetTemperature
+    calls = {"n": 0}
+
+    def lost_once(handle, sensor):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise pynvml.NVMLError(15)
+        return real(handle, sensor)
+
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetTemperature", lost_once)
+    facts = facts_for("l40s-4")
+    gpu = facts["gpus"][1]
+    assert gpu["error"]["reason"] == "gpu_lost"
+    assert gpu["health"]["status"] == "critical" and "gpu_lost" in gpu["health"]["reasons"]
+    assert gpu["name"] == "NVIDIA L40S" and "power_usage_w" not in gpu  # read up to the failure
+    assert [g["health"]["status"] for g in facts["gpus"]] == ["ok", "critical", "ok", "ok"]
