@@ -106,6 +106,12 @@ class NodeRecorder:
         self.t = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
+        try:
+            self._watch()
+        except Exception:  # the stream is closed by stop()
+            pass
+
+    def _watch(self):
         rv = self.core.list_node().metadata.resource_version
         for ev in self.w.stream(self.core.list_node, resource_version=rv, timeout_seconds=300):
             n = ev["object"]
