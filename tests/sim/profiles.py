@@ -28,6 +28,7 @@ class Gpu:
     product: str
     count: int
     memory_mib: int
+    mig_capable: bool = False
 
 
 @dataclass
@@ -160,10 +161,11 @@ def parse(data, source: str = "") -> Profile:
         pool.role = role
         if p.get("gpu") is not None:
             g = p["gpu"]
-            _check_keys(g, {"product", "count", "memory_mib"}, f"{where}.gpu", required={"product", "count"})
+            _check_keys(g, {"product", "count", "memory_mib", "mig_capable"}, f"{where}.gpu", required={"product", "count"})
             pool.gpu = Gpu(product=_str(g["product"], f"{where}.gpu.product"),
                            count=_int(g["count"], f"{where}.gpu.count", 0),
-                           memory_mib=_int(g.get("memory_mib", 0), f"{where}.gpu.memory_mib", 0))
+                           memory_mib=_int(g.get("memory_mib", 0), f"{where}.gpu.memory_mib", 0),
+                           mig_capable=bool(g.get("mig_capable", False)))
         for key in ("cpu", "memory", "pods"):
             if key in p:
                 setattr(pool, key, _quantity(p[key], f"{where}.{key}"))
@@ -235,6 +237,14 @@ def node_manifest(pool: Pool, name: str, set_gpu_capacity: bool) -> dict:
     if pool.gpu is not None and set_gpu_capacity:
         capacity["nvidia.com/gpu"] = str(pool.gpu.count)
     annotations = {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}
+    if pool.gpu is not None:
+        # What the simulated operator reads in place of the GPUs a real driver would find (docs/simulated-operator.md).
+        annotations.update({
+            "sim.gpuops.io/gpu-product": pool.gpu.product,
+            "sim.gpuops.io/gpu-count": str(pool.gpu.count),
+            "sim.gpuops.io/gpu-memory": str(pool.gpu.memory_mib),
+            "sim.gpuops.io/mig-capable": "true" if pool.gpu.mig_capable else "false",
+        })
     annotations.update(pool.annotations)
     os_pretty = f"{pool.os_id} {pool.os_version_id}"
     return {
