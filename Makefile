@@ -84,7 +84,7 @@ ruff: venv
 	cd $(REPO) && $(VENV)/bin/ruff format --check $(PY_DIRS)
 
 ansible-lint: collection-root
-	cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/ansible-lint --profile production
+	cd $(REPO) && ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) $(VENV)/bin/ansible-lint --profile production
 
 sanity: sanity-root
 	@mkdir -p $(dir $(GET_PIP_CACHE))
