@@ -432,7 +432,7 @@ def upgrade_step(nodes: list[dict], policy: dict, now: float) -> dict:
         elif st == "wait-for-jobs-required":
             if "upgrade-stuck-wait-for-jobs" in n["faults"]:
                 continue
-            started = n.get("wait_start") or now
+            started = now if n.get("wait_start") is None else n["wait_start"]
             if n["wait_pods"] > 0 and not (wfc_timeout and now - started >= wfc_timeout):
                 continue
             go(n, "pod-deletion-required", wait_start=None)
