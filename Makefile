@@ -26,11 +26,14 @@ GET_PIP_CACHE := $(HOME)/.ansible/test/cache/get_pip_24_2.py
 #   (`0000:00:00.0`, `dev/char/195:0`); the `:` makes no-illegal-filenames crash while parsing its own output.
 # - tests/sim/chart/**/templates/, tests/sim/testchart/templates/: Helm (Go text/template) templates of the
 #   stand-in charts, not YAML until helm renders them; yamllint cannot parse them.
-SANITY_EXCLUDE := tests/sim/hosts/ tests/sim/chart/.*/templates/ tests/sim/testchart/templates/
+# - tool caches that are not git-ignored (.hypothesis/, .pytest_cache/, .ruff_cache/): not source.
+SANITY_EXCLUDE := .hypothesis/ .pytest_cache/ .ruff_cache/ tests/sim/hosts/ tests/sim/chart/.*/templates/ tests/sim/testchart/templates/
 # Every sanity test ansible-core ships (validate-modules, pylint, pep8, compile, yamllint, import, ...);
 # narrow it with e.g. `make sanity SANITY_ARGS="--test pep8"`.
 SANITY_ARGS ?=
 ANSIBLE_ENV := ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false
+# Keep tool caches in build/ (git-ignored) rather than in the checkout.
+export HYPOTHESIS_STORAGE_DIRECTORY := $(BUILD)/hypothesis
 STAMP := $(VENV)/.gpuops-stamp
 
 export PATH := $(VENV)/bin:$(PATH)
@@ -119,10 +122,11 @@ build: venv
 
 # Install the tarball (not the checkout) into a scratch path and render every module's documentation.
 doc-check: build
-	@rm -rf $(BUILD)/doc-check && mkdir -p $(BUILD)/doc-check/ansible_collections/kubernetes
-	@ln -sfn $(K8S_CORE) $(BUILD)/doc-check/ansible_collections/kubernetes/core
+	@rm -rf $(BUILD)/doc-check
 	@cd $(REPO) && $(VENV)/bin/ansible-galaxy collection install --offline --no-deps --force \
-		-p $(BUILD)/doc-check $(TARBALL) >/dev/null
+		-p $(BUILD)/doc-check $(TARBALL) >$(BUILD)/doc-check.log 2>&1 || { cat $(BUILD)/doc-check.log; exit 1; }
+	@ln -sfn $(K8S_CORE) $(BUILD)/doc-check/ansible_collections/kubernetes/core 2>/dev/null || \
+		{ mkdir -p $(BUILD)/doc-check/ansible_collections/kubernetes && ln -sfn $(K8S_CORE) $(BUILD)/doc-check/ansible_collections/kubernetes/core; }
 	@cd $(BUILD) && modules=$$(ls $(REPO)/plugins/modules/*.py 2>/dev/null | xargs -r -n1 basename | sed 's/\.py$$//'); \
 	if [ -z "$$modules" ]; then echo "doc-check: no modules yet"; exit 0; fi; failed=0; \
 	for m in $$modules; do \
