@@ -7,6 +7,7 @@ import json
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from kubernetes import client
 from kubernetes.client.rest import ApiException
@@ -57,6 +58,7 @@ class Controller:
         self.mig_pending_since: dict[str, float] = {}
         self.last_node_not_ready: dict[str, float] = {}
         self.passes = 0
+        self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="patch")
         self.lock = threading.Lock()
         on = lambda _n: self.wake.set()  # noqa: E731
         self.nodes = Informer("nodes", self.core.list_node, on)
@@ -106,7 +108,7 @@ class Controller:
         owners, conflicts = self._driver_owners(gpu_nodes, nvds) if use_nvd else ({}, set())
 
         # node labels (NFD / operator / GFD / device plugin / driver owner)
-        for node in nodes:
+        def label_one(node):
             ops = pods_by_node.get(L.name(node), {})
             drv = ops.get("driver")
             version = L.image_version(drv["image"]) if drv else None
@@ -117,6 +119,7 @@ class Controller:
                     want[L.DRIVER_OWNER] = owner
             if want:
                 self._patch_node(node, {"metadata": {"labels": want}})
+        self._each(label_one, nodes)
 
         # operand DaemonSets
         os_tags = sorted({L.os_tag(n) for n in gpu_nodes}) or ["ubuntu22.04"]
@@ -126,7 +129,7 @@ class Controller:
             self._ensure_dcgm_service(cp, ns)
 
         # faults on operand pods, capacity, MIG
-        for node in gpu_nodes:
+        def gpu_one(node):
             nname = L.name(node)
             ops = pods_by_node.get(nname, {})
             self._apply_pod_faults(node, ops)
@@ -142,6 +145,9 @@ class Controller:
                 self._event_once(node, "Node", "", "XidCriticalError",
                                  "XidCriticalError: Xid=79 on Device=" + L.gpu_uuid(nname, 0)
                                  + "; marking device as unhealthy.", "Warning")
+            else:
+                self.events_sent.discard(("Node", nname, "XidCriticalError"))
+        self._each(gpu_one, gpu_nodes)
 
         # upgrades
         self._upgrades(cp, spec, gpu_nodes, pods_by_node, nvds if use_nvd else None, owners)
@@ -172,6 +178,14 @@ class Controller:
             else:
                 self._set_status("nvidiadrivers", "v1alpha1", nvd, "ready", "Reconciled",
                                  "all driver pods are ready", namespace=ns)
+
+    def _each(self, fn, items) -> None:
+        """Run fn over items on the patch pool (independent per-node API calls); log failures."""
+        for fut in [self.pool.submit(fn, it) for it in items]:
+            try:
+                fut.result()
+            except Exception:
+                log.exception("per-node reconcile failed")
 
     # ------------------------------------------------------------------------------------------ pods
     def _pods_by_node(self, ns: str) -> dict:
@@ -380,6 +394,7 @@ class Controller:
                     "validator_ready": bool(val and val["ready"]), "faults": L.faults(node),
                     "wait_start": float(ws) if ws else None,
                     "initial_unschedulable": ann.get(L.INITIAL_UNSCHED) == "true",
+                    "initial_recorded": ann.get(L.INITIAL_UNSCHED),
                 })
             actions = L.upgrade_step(infos, policy, time.time())
             for nname, act in actions.items():
@@ -393,8 +408,8 @@ class Controller:
         spec: dict = {}
         if "state" in act:
             meta.setdefault("labels", {})[L.UPGRADE_STATE] = act["state"]
-        if act.get("set_initial_unschedulable") is not None and "set_initial_unschedulable" in act:
-            meta.setdefault("annotations", {})[L.INITIAL_UNSCHED] = "true" if act["set_initial_unschedulable"] else None
+        if "set_initial_unschedulable" in act:
+            meta.setdefault("annotations", {})[L.INITIAL_UNSCHED] = "true" if act["set_initial_unschedulable"] else "false"
         if "wait_start" in act:
             meta.setdefault("annotations", {})[L.WAIT_START] = (
                 str(int(act["wait_start"])) if act["wait_start"] else None)

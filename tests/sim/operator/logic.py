@@ -418,13 +418,16 @@ def upgrade_step(nodes: list[dict], policy: dict, now: float) -> dict:
             if n["up_to_date"] and n["driver_pod"] == "new-ready":
                 go(n, "upgrade-done")
                 continue
+            # the node's state before the first cordon is recorded once (a retry after upgrade-failed finds
+            # the node cordoned by us and must still uncordon it at the end)
+            init = {} if n.get("initial_recorded") is not None else {"set_initial_unschedulable": n["unschedulable"]}
             if n["unschedulable"] and slots() == 0:
                 # manually cordoned nodes bypass the slot limit (reference §6)
-                go(n, "cordon-required", set_initial_unschedulable=True)
+                go(n, "cordon-required", **init)
                 in_progress += 1
                 continue
             if slots() > 0:
-                go(n, "cordon-required", set_initial_unschedulable=n["unschedulable"])
+                go(n, "cordon-required", **init)
                 in_progress += 1
                 unavailable += 1
         elif st == "cordon-required":

@@ -136,7 +136,7 @@ def test_condition_transition_time_kept_when_unchanged():
 def info(name, state="", **kw):
     base = {"name": name, "state": state, "skip": False, "unschedulable": False, "ready": True, "requested": False,
             "up_to_date": True, "driver_pod": "new-ready", "gpu_pods": 0, "wait_pods": 0, "validator_ready": True,
-            "faults": set(), "wait_start": None, "initial_unschedulable": False}
+            "faults": set(), "wait_start": None, "initial_unschedulable": False, "initial_recorded": None}
     base.update(kw)
     return base
 
@@ -158,8 +158,9 @@ def simulate(nodes, policy, passes=60):
                 continue
             if a.get("delete_driver_pod"):
                 n["driver_pod"], n["up_to_date"] = "new-ready", True
-            if a.get("set_initial_unschedulable"):
-                n["initial_unschedulable"] = True
+            if "set_initial_unschedulable" in a:
+                n["initial_unschedulable"] = a["set_initial_unschedulable"]
+                n["initial_recorded"] = "true" if a["set_initial_unschedulable"] else "false"
             if a.get("cordon"):
                 n["unschedulable"] = True
             if a.get("uncordon"):
@@ -207,6 +208,13 @@ def test_initially_cordoned_node_stays_cordoned():
     nodes = [info("n0", "upgrade-required", unschedulable=True, up_to_date=False, driver_pod="old")]
     simulate(nodes, {**POLICY, "maxUnavailable": "100%"})
     assert nodes[0]["state"] == "upgrade-done" and nodes[0]["unschedulable"] is True
+
+
+def test_retry_after_upgrade_failed_uncordons():
+    n = info("a", "upgrade-required", unschedulable=True, initial_recorded="false", up_to_date=False,
+             driver_pod="old")
+    simulate([n], {**POLICY, "maxUnavailable": "100%"})
+    assert n["state"] == "upgrade-done" and n["unschedulable"] is False
 
 
 def test_upgrade_failed_and_wait_for_jobs_faults():
