@@ -76,18 +76,29 @@ def module_gather(kubeconfig, page_size=500):
     return result["api_requests"], result["totals"]["nodes"], result["totals"]["operand_pods"]
 
 
-def per_node_loop(kubeconfig):
+def per_node_loop(kubeconfig, fresh_connections=False):
+    """GET node + LIST its pods for every GPU node; ``fresh_connections`` opens a new TLS connection per call,
+    as separate ``kubectl`` invocations do (their process start-up is not counted)."""
     c = new_client(kubeconfig)
+    cfg = c.configuration
     # discover the GPU nodes by name the way scripts do (`kubectl get nodes -l ... -o name`)
     names = [
         n["metadata"]["name"]
         for n in c.list_core("nodes", label_selector="feature.node.kubernetes.io/pci-10de.present=true")
     ]
-    pods = 0
+    requests, pods = c.requests, 0
     for name in names:
-        c.get("/api/v1/nodes/%s" % name, what="get node %s" % name)
-        pods += len(c.list_core("pods", field_selector="spec.nodeName=%s" % name, page_size=500))
-    return c.requests, len(names), pods
+        for call in ("node", "pods"):
+            client = K8sClient(cfg, timeout=120) if fresh_connections else c
+            before = client.requests
+            if call == "node":
+                client.get("/api/v1/nodes/%s" % name, what="get node %s" % name)
+            else:
+                pods += len(client.list_core("pods", field_selector="spec.nodeName=%s" % name, page_size=500))
+            requests += client.requests - before
+            if fresh_connections:
+                client._pool.clear()
+    return requests, len(names), pods
 
 
 def typed_models(kubeconfig):
@@ -222,25 +233,36 @@ def main():
         gpu_nodes = seed_operands(admin, opts.operands_per_node)
         time.sleep(2)
         print(
-            "profile %s: %d GPU nodes, %d operand pods per node; median of %d runs; identity: least privilege"
+            "profile %s: %d GPU nodes, %d operand pods per node; best of %d interleaved runs (loops: 1 run); "
+            "identity: least privilege"
             % (state.get("profile"), gpu_nodes, opts.operands_per_node, opts.repeat),
             flush=True,
         )
 
+        # Interleaved, best of --repeat: the quick methods take turns so that load from other processes on the
+        # machine hits them alike; the best run is the least disturbed one.
+        quick = {
+            "floor": floor,
+            "gpu_cluster_info": module_gather,
+            "gpu_cluster_info page_size=5000": lambda k: module_gather(k, 5000),
+            "typed models (floor LISTs)": typed_models,
+        }
         rows = {}
-        rows["floor"] = timed(floor, sa, opts.repeat)
-        rows["gpu_cluster_info"] = timed(module_gather, sa, opts.repeat)
-        rows["gpu_cluster_info page_size=5000"] = timed(lambda k: module_gather(k, 5000), sa, opts.repeat)
-        rows["typed models (floor LISTs)"] = timed(typed_models, sa, opts.repeat)
+        for _ in range(opts.repeat):
+            for name, fn in quick.items():
+                secs, out = timed(fn, sa, 1)
+                if name not in rows or secs < rows[name][0]:
+                    rows[name] = (secs, out)
         rows["module via ansible"] = timed(module_via_ansible, sa, 1)
         if not opts.skip_loop:
             rows["per-node loop"] = timed(per_node_loop, sa, 1)
+            rows["per-node loop, new connection per call"] = timed(lambda k: per_node_loop(k, True), sa, 1)
 
         base = rows["floor"][0]
         mod = rows["gpu_cluster_info"][0]
         print("\n%-34s %9s %9s %10s  %s" % ("method", "seconds", "requests", "vs floor", "objects (nodes, pods)"))
         for name, (secs, (reqs, n, p)) in rows.items():
-            print("%-34s %9.3f %9d %9.2fx  %d, %d" % (name, secs, reqs, secs / base, n, p))
+            print("%-40s %9.3f %9d %9.2fx  %d, %d" % (name, secs, reqs, secs / base, n, p))
         print()
         ratio = mod / base
         print(
@@ -253,6 +275,8 @@ def main():
                 "per-node loop / gpu_cluster_info = %.1fx  (target >= 20x: %s)"
                 % (speed, "PASS" if speed >= 20 else "FAIL")
             )
+            fresh = rows["per-node loop, new connection per call"][0] / mod
+            print("  with a new connection per call  = %.1fx" % fresh)
         reqs = rows["gpu_cluster_info"][1][0]
         print(
             "gpu_cluster_info API requests    = %d at page_size=500, %d at page_size=5000  (target <= 10: %s)"
