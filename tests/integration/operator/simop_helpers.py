@@ -41,7 +41,7 @@ class Op:
     def install(self, version="v26.7.0", *sets):
         extra = [x for s in sets for x in ("--set", s)]
         return self.helm("upgrade", "--install", "gpu-operator", "gpu-operator", "--repo", self.bed.chart_repo_url,
-                         "--version", version, "-n", NS, "--create-namespace", "--wait", "--timeout", "120s", *extra)
+                         "--version", version, "-n", NS, "--create-namespace", "--wait", "--timeout", "900s", *extra, timeout=960)
 
     # reads ---------------------------------------------------------------------------------------
     def cp(self):

@@ -30,7 +30,8 @@ def test_mig_single_strategy_reconfigures(gpu_operator):
         wait_for(lambda: op.node(n).metadata.labels.get("nvidia.com/mig.config.state") == "success", 20,
                  what="success")
         wait_for(lambda: op.alloc(n) == str(7 * count), 15, what="7 MIG slices per GPU as nvidia.com/gpu")
-        assert op.node(n).metadata.labels["nvidia.com/gpu.product"].endswith("-MIG-1g.10gb")
+        wait_for(lambda: op.node(n).metadata.labels["nvidia.com/gpu.product"].endswith("-MIG-1g.10gb"), 10,
+                 what="GFD product label with the MIG suffix")
     finally:
         op.label(n, **{"nvidia.com/mig.config": "all-disabled"})
     wait_for(lambda: op.alloc(n) == str(count), 20, what="full GPUs back")
