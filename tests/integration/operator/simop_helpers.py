@@ -1,4 +1,5 @@
 """Helpers for the simulated GPU Operator integration tests (imported by conftest.py and the tests)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -23,6 +24,7 @@ def wait_for(pred, timeout=30.0, interval=0.2, what="condition"):
 class Op:
     def __init__(self, bed, api, prof, helm_env, state_dir):
         from kubernetes import client
+
         self.bed, self.api, self.prof, self.helm_env, self.state_dir = bed, api, prof, helm_env, state_dir
         self.core = client.CoreV1Api(api)
         self.apps = client.AppsV1Api(api)
@@ -40,8 +42,24 @@ class Op:
 
     def install(self, version="v26.7.0", *sets):
         extra = [x for s in sets for x in ("--set", s)]
-        return self.helm("upgrade", "--install", "gpu-operator", "gpu-operator", "--repo", self.bed.chart_repo_url,
-                         "--version", version, "-n", NS, "--create-namespace", "--wait", "--timeout", "900s", *extra, timeout=960)
+        return self.helm(
+            "upgrade",
+            "--install",
+            "gpu-operator",
+            "gpu-operator",
+            "--repo",
+            self.bed.chart_repo_url,
+            "--version",
+            version,
+            "-n",
+            NS,
+            "--create-namespace",
+            "--wait",
+            "--timeout",
+            "900s",
+            *extra,
+            timeout=960,
+        )
 
     # reads ---------------------------------------------------------------------------------------
     def cp(self):
@@ -69,8 +87,11 @@ class Op:
 
     def events(self, ns="default", reason=None, name=None):
         evs = self.core.list_namespaced_event(ns).items
-        return [e for e in evs if (reason is None or e.reason == reason)
-                and (name is None or e.involved_object.name == name)]
+        return [
+            e
+            for e in evs
+            if (reason is None or e.reason == reason) and (name is None or e.involved_object.name == name)
+        ]
 
     # writes --------------------------------------------------------------------------------------
     def annotate(self, node, **ann):
@@ -87,8 +108,7 @@ class Op:
 
     def healthy(self):
         """ClusterPolicy ready and every GPU node advertising its full GPU count."""
-        return self.cp_state() == "ready" and all(
-            self.alloc(n) == str(g.count) for n, g in self.gpu_nodes.items())
+        return self.cp_state() == "ready" and all(self.alloc(n) == str(g.count) for n, g in self.gpu_nodes.items())
 
     def wait_healthy(self, timeout=45):
         wait_for(self.healthy, timeout, what="ClusterPolicy ready and full allocatable")
@@ -99,6 +119,7 @@ class NodeRecorder:
 
     def __init__(self, api, label):
         from kubernetes import client, watch
+
         self.label, self.seq, self.snapshots = label, {}, []
         self.core = client.CoreV1Api(api)
         self.w = watch.Watch()
@@ -129,5 +150,3 @@ class NodeRecorder:
 
     def stop(self):
         self.w.stop()
-
-

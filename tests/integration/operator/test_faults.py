@@ -1,4 +1,5 @@
 """Every injected fault (node annotation sim.gpuops.io/fault) produces its documented symptom, and clears."""
+
 from __future__ import annotations
 
 import pathlib
@@ -48,10 +49,16 @@ def test_driver_crashloop_with_last_log_line(gpu_operator, node, fault):
 def test_toolkit_no_runtime_events(gpu_operator, node):
     op = gpu_operator
     op.fault(node, "toolkit-no-runtime")
-    wait_for(lambda: [e for e in op.events(NS, reason="FailedCreatePodSandBox")
-                      if 'no runtime for "nvidia" is configured' in e.message
-                      and e.involved_object.name.startswith("nvidia-device-plugin-daemonset")], 20,
-             what="FailedCreatePodSandBox event")
+    wait_for(
+        lambda: [
+            e
+            for e in op.events(NS, reason="FailedCreatePodSandBox")
+            if 'no runtime for "nvidia" is configured' in e.message
+            and e.involved_object.name.startswith("nvidia-device-plugin-daemonset")
+        ],
+        20,
+        what="FailedCreatePodSandBox event",
+    )
     wait_for(lambda: op.alloc(node) == "0", 15, what="allocatable withdrawn")
 
 
@@ -70,9 +77,11 @@ def test_xid79_drops_one_gpu(gpu_operator, node):
     assert op.cap(node) == str(count)
     url = pathlib.Path(op.state_dir, "dcgm-exporter.url").read_text().strip()
     body = urllib.request.urlopen(url, timeout=5).read().decode()
-    assert any(line.startswith("DCGM_FI_DEV_XID_ERRORS{") and f'Hostname="{node}"' in line
-               and line.endswith(" 79") for line in body.splitlines())
-    assert [e for e in op.events("default", reason="XidCriticalError", name=node)]
+    assert any(
+        line.startswith("DCGM_FI_DEV_XID_ERRORS{") and f'Hostname="{node}"' in line and line.endswith(" 79")
+        for line in body.splitlines()
+    )
+    assert op.events("default", reason="XidCriticalError", name=node)
 
 
 def test_validator_failing(gpu_operator, node):
@@ -86,15 +95,19 @@ def test_validator_failing(gpu_operator, node):
 def test_node_not_ready(gpu_operator, node):
     stages = pathlib.Path(__file__).resolve().parents[2] / "sim" / "kwok_stages"
     if not any("sim.gpuops.io/node-not-ready" in f.read_text() for f in stages.glob("*.yaml")):
-        pytest.xfail("kwok's node-initialize stage re-readies the node: it must skip nodes labelled "
-                     "sim.gpuops.io/node-not-ready (tests/sim/kwok_stages)")
+        pytest.xfail(
+            "kwok's node-initialize stage re-readies the node: it must skip nodes labelled "
+            "sim.gpuops.io/node-not-ready (tests/sim/kwok_stages)"
+        )
     op = gpu_operator
     op.fault(node, "node-not-ready")
 
     def not_ready():
         conds = {c.type: c for c in op.node(node).status.conditions}
         return conds["Ready"].status != "True"
+
     wait_for(not_ready, 20, what="node NotReady")
     import time
+
     time.sleep(2)
     assert not_ready(), "NotReady must stick while the fault is set"

@@ -1,10 +1,17 @@
 """Installing the stand-in chart: ClusterPolicy ready, operands on GPU nodes only, allocatable = profile."""
+
 from __future__ import annotations
 
 from simop_helpers import NS, wait_for
 
-OPERAND_DS = ("nvidia-driver-daemonset", "nvidia-container-toolkit-daemonset", "nvidia-device-plugin-daemonset",
-              "gpu-feature-discovery", "nvidia-dcgm-exporter", "nvidia-operator-validator")
+OPERAND_DS = (
+    "nvidia-driver-daemonset",
+    "nvidia-container-toolkit-daemonset",
+    "nvidia-device-plugin-daemonset",
+    "gpu-feature-discovery",
+    "nvidia-dcgm-exporter",
+    "nvidia-operator-validator",
+)
 
 
 def test_clusterpolicy_ready_and_allocatable_equals_profile(gpu_operator):
@@ -46,8 +53,14 @@ def test_gpu_node_labels(gpu_operator):
         assert lab["nvidia.com/gpu.memory"] == str(g.memory_mib)
         assert lab["nvidia.com/cuda.driver-version.full"] == "595.91.07"
         assert lab["nvidia.com/cuda.driver-version.major"] == "595"
-        for comp in ("driver", "container-toolkit", "device-plugin", "gpu-feature-discovery", "dcgm-exporter",
-                     "operator-validator"):
+        for comp in (
+            "driver",
+            "container-toolkit",
+            "device-plugin",
+            "gpu-feature-discovery",
+            "dcgm-exporter",
+            "operator-validator",
+        ):
             assert lab[f"nvidia.com/gpu.deploy.{comp}"] == "true"
         assert lab["nvidia.com/mig.capable"] in ("true", "false")
     for n in op.cpu_nodes:
@@ -73,19 +86,27 @@ def test_untolerated_taint_blocks_operands_until_tolerated(gpu_operator):
     n = sorted(op.gpu_nodes)[-1]
     node = op.node(n)
     taints = [t.to_dict() for t in node.spec.taints or []]
-    op.core.patch_node(n, {"spec": {"taints": taints + [{"key": "gpuops.io/canary", "value": "true",
-                                                         "effect": "NoSchedule"}]}})
+    op.core.patch_node(
+        n, {"spec": {"taints": taints + [{"key": "gpuops.io/canary", "value": "true", "effect": "NoSchedule"}]}}
+    )
     try:
         for p in op.pods(app="nvidia-device-plugin-daemonset", node=n):
             op.core.delete_namespaced_pod(p.metadata.name, NS, grace_period_seconds=0)
         wait_for(lambda: op.alloc(n) == "0", 20, what="allocatable withdrawn without a device plugin")
         import time
+
         time.sleep(2)
-        assert not [p for p in op.pods(app="nvidia-device-plugin-daemonset", node=n)
-                    if not p.metadata.deletion_timestamp], "an untolerated taint must block the operand"
+        assert not [
+            p for p in op.pods(app="nvidia-device-plugin-daemonset", node=n) if not p.metadata.deletion_timestamp
+        ], "an untolerated taint must block the operand"
         tols = op.cp()["spec"]["daemonsets"]["tolerations"]
-        op.patch_cp({"daemonsets": {"tolerations": tols + [{"key": "gpuops.io/canary", "operator": "Exists",
-                                                            "effect": "NoSchedule"}]}})
+        op.patch_cp(
+            {
+                "daemonsets": {
+                    "tolerations": tols + [{"key": "gpuops.io/canary", "operator": "Exists", "effect": "NoSchedule"}]
+                }
+            }
+        )
         wait_for(lambda: op.alloc(n) == str(op.gpu_nodes[n].count), 30, what="operand back once tolerated")
     finally:
         op.core.patch_node(n, {"spec": {"taints": taints or None}})

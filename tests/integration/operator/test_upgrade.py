@@ -1,5 +1,6 @@
 """Driver upgrade state machine: a version bump walks every node to upgrade-done, within maxParallelUpgrades,
 leaving skipped nodes alone; injected faults fail or stall it."""
+
 from __future__ import annotations
 
 import time
@@ -8,8 +9,16 @@ from simop_helpers import NodeRecorder, wait_for
 
 STATE = "nvidia.com/gpu-driver-upgrade-state"
 SKIP = "nvidia.com/gpu-driver-upgrade.skip"
-ORDER = ["upgrade-required", "cordon-required", "wait-for-jobs-required", "pod-deletion-required",
-         "pod-restart-required", "validation-required", "uncordon-required", "upgrade-done"]
+ORDER = [
+    "upgrade-required",
+    "cordon-required",
+    "wait-for-jobs-required",
+    "pod-deletion-required",
+    "pod-restart-required",
+    "validation-required",
+    "uncordon-required",
+    "upgrade-done",
+]
 IN_PROGRESS = set(ORDER[1:7])
 
 
@@ -18,11 +27,15 @@ def _driver_version(op, n):
 
 
 def _gpu_pod(op, n, name):
-    body = {"metadata": {"name": name, "namespace": "default", "labels": {"app": "gpu-job"}},
-            "spec": {"nodeName": n, "restartPolicy": "Never",
-                     "tolerations": [{"operator": "Exists"}],
-                     "containers": [{"name": "c", "image": "cuda:sample",
-                                     "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+    body = {
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": "gpu-job"}},
+        "spec": {
+            "nodeName": n,
+            "restartPolicy": "Never",
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [{"name": "c", "image": "cuda:sample", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+        },
+    }
     op.core.create_namespaced_pod("default", body)
 
 
@@ -34,25 +47,32 @@ def test_version_bump_walks_nodes_in_order_respecting_parallelism_and_skip(gpu_o
     upgrading = nodes[:-1]
     op.label(skipped, **{SKIP: "true"})
     _gpu_pod(op, upgrading[0], "gpu-job-upgrade")
-    wait_for(lambda: op.core.read_namespaced_pod("gpu-job-upgrade", "default").status.phase == "Running", 20,
-             what="GPU pod running")
+    wait_for(
+        lambda: op.core.read_namespaced_pod("gpu-job-upgrade", "default").status.phase == "Running",
+        20,
+        what="GPU pod running",
+    )
     rec = NodeRecorder(op.api, STATE).start()
     try:
         op.patch_cp({"driver": {"version": "610.57.04", "upgradePolicy": {"maxParallelUpgrades": 1}}})
-        wait_for(lambda: all(op.node(n).metadata.labels.get(STATE) == "upgrade-done"
-                             and _driver_version(op, n) == "610.57.04" for n in upgrading), 90,
-                 what="upgrade-done on every non-skipped node")
+        wait_for(
+            lambda: all(
+                op.node(n).metadata.labels.get(STATE) == "upgrade-done" and _driver_version(op, n) == "610.57.04"
+                for n in upgrading
+            ),
+            90,
+            what="upgrade-done on every non-skipped node",
+        )
         time.sleep(1)
     finally:
         rec.stop()
     for n in upgrading:
         seq = [s for s in rec.seq.get(n, []) if s]
-        assert seq[seq.index("upgrade-required"):] == ORDER, (n, seq)
+        assert seq[seq.index("upgrade-required") :] == ORDER, (n, seq)
         assert not op.node(n).spec.unschedulable
     assert op.node(skipped).metadata.labels.get(STATE) == "upgrade-required"
     assert _driver_version(op, skipped) == "595.91.07"
-    assert [s for s in rec.seq.get(skipped, []) if s] in (["upgrade-done", "upgrade-required"],
-                                                          ["upgrade-required"])
+    assert [s for s in rec.seq.get(skipped, []) if s] in (["upgrade-done", "upgrade-required"], ["upgrade-required"])
     peak = max(sum(1 for v, _u in snap.values() if v in IN_PROGRESS) for snap in rec.snapshots)
     assert peak <= 1
     pods = op.core.list_namespaced_pod("default", label_selector="app=gpu-job").items
@@ -61,8 +81,14 @@ def test_version_bump_walks_nodes_in_order_respecting_parallelism_and_skip(gpu_o
     assert any("[cordon-required]" in e.message for e in ev)
     # release the skipped node: it upgrades too
     op.label(skipped, **{SKIP: None})
-    wait_for(lambda: op.node(skipped).metadata.labels.get(STATE) == "upgrade-done"
-             and _driver_version(op, skipped) == "610.57.04", 60, what="released node upgraded")
+    wait_for(
+        lambda: (
+            op.node(skipped).metadata.labels.get(STATE) == "upgrade-done"
+            and _driver_version(op, skipped) == "610.57.04"
+        ),
+        60,
+        what="released node upgraded",
+    )
     op.wait_healthy()
 
 
@@ -71,11 +97,17 @@ def test_parallel_upgrades_bounded(gpu_operator):
     op.wait_healthy()
     rec = NodeRecorder(op.api, STATE).start()
     try:
-        op.patch_cp({"driver": {"version": "580.173.02",
-                                "upgradePolicy": {"maxParallelUpgrades": 2, "maxUnavailable": "100%"}}})
-        wait_for(lambda: all(op.node(n).metadata.labels.get(STATE) == "upgrade-done"
-                             and _driver_version(op, n) == "580.173.02" for n in op.gpu_nodes), 90,
-                 what="all nodes upgraded")
+        op.patch_cp(
+            {"driver": {"version": "580.173.02", "upgradePolicy": {"maxParallelUpgrades": 2, "maxUnavailable": "100%"}}}
+        )
+        wait_for(
+            lambda: all(
+                op.node(n).metadata.labels.get(STATE) == "upgrade-done" and _driver_version(op, n) == "580.173.02"
+                for n in op.gpu_nodes
+            ),
+            90,
+            what="all nodes upgraded",
+        )
     finally:
         rec.stop()
     peak = max(sum(1 for v, _u in snap.values() if v in IN_PROGRESS) for snap in rec.snapshots)
@@ -94,12 +126,15 @@ def test_upgrade_failed_fault_and_stuck_wait_for_jobs(gpu_operator):
     for n in nodes[2:]:
         op.label(n, **{SKIP: "true"})
     try:
-        op.patch_cp({"driver": {"version": "595.91.07",
-                                "upgradePolicy": {"maxParallelUpgrades": 0, "maxUnavailable": "100%"}}})
-        wait_for(lambda: op.node(failing).metadata.labels.get(STATE) == "upgrade-failed", 60,
-                 what="upgrade-failed")
-        wait_for(lambda: op.node(stuck).metadata.labels.get(STATE) == "wait-for-jobs-required", 60,
-                 what="wait-for-jobs-required")
+        op.patch_cp(
+            {"driver": {"version": "595.91.07", "upgradePolicy": {"maxParallelUpgrades": 0, "maxUnavailable": "100%"}}}
+        )
+        wait_for(lambda: op.node(failing).metadata.labels.get(STATE) == "upgrade-failed", 60, what="upgrade-failed")
+        wait_for(
+            lambda: op.node(stuck).metadata.labels.get(STATE) == "wait-for-jobs-required",
+            60,
+            what="wait-for-jobs-required",
+        )
         time.sleep(3)
         assert op.node(stuck).metadata.labels.get(STATE) == "wait-for-jobs-required"
         assert op.node(stuck).spec.unschedulable
@@ -108,12 +143,16 @@ def test_upgrade_failed_fault_and_stuck_wait_for_jobs(gpu_operator):
         op.fault(failing, None)
         op.fault(stuck, None)
         op.label(failing, **{STATE: "upgrade-required"})
-        wait_for(lambda: all(op.node(n).metadata.labels.get(STATE) == "upgrade-done" for n in (failing, stuck)),
-                 60, what="retry completes")
+        wait_for(
+            lambda: all(op.node(n).metadata.labels.get(STATE) == "upgrade-done" for n in (failing, stuck)),
+            60,
+            what="retry completes",
+        )
     finally:
         for n in nodes[2:]:
             op.label(n, **{SKIP: None})
         op.patch_cp({"driver": {"upgradePolicy": {"maxParallelUpgrades": 1, "maxUnavailable": "25%"}}})
-    wait_for(lambda: all(op.node(n).metadata.labels.get(STATE) == "upgrade-done" for n in op.gpu_nodes), 90,
-             what="all done")
+    wait_for(
+        lambda: all(op.node(n).metadata.labels.get(STATE) == "upgrade-done" for n in op.gpu_nodes), 90, what="all done"
+    )
     op.wait_healthy()

@@ -9,6 +9,7 @@ Project-written from shared/reference/gpu-operator.md; never NVIDIA's chart. Sou
 `assemble(version, dest)` writes a complete chart directory; `build_repo(out_dir)` packages every version
 and writes index.yaml there (the test bed serves it over HTTP on loopback).
 """
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,9 @@ LATEST = VERSIONS[-1]
 
 
 def helm_binary() -> str:
-    cache = Path(os.environ.get("GPUOPS_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-                 / "gpuops").expanduser()
+    cache = Path(
+        os.environ.get("GPUOPS_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpuops"
+    ).expanduser()
     bin_dir = Path(os.environ.get("GPUOPS_BIN") or cache / "bin").expanduser()
     cand = bin_dir / "helm"
     if cand.exists():
@@ -53,7 +55,8 @@ def assemble(version: str, dest: Path | str) -> Path:
     for name, doc in crds.all_crds(version).items():
         (out / "crds" / name).write_text(
             "# Project-written stand-in CRD (tests/sim/chart/crds.py); not NVIDIA's file.\n"
-            + yaml.safe_dump(doc, sort_keys=False))
+            + yaml.safe_dump(doc, sort_keys=False)
+        )
     return out
 
 
@@ -70,8 +73,12 @@ def build_repo(out_dir: str | os.PathLike) -> None:
     with tempfile.TemporaryDirectory(prefix="gpuops-chart-") as tmp:
         for v in VERSIONS:
             src = assemble(v, Path(tmp) / v)
-            subprocess.run([helm, "package", str(src), "-d", str(out)], check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            subprocess.run(
+                [helm, "package", str(src), "-d", str(out)],
+                check=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
     index = out / "index.yaml"
     argv = [helm, "repo", "index", str(out)]
     if index.exists():

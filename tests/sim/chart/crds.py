@@ -8,6 +8,7 @@ upgrade (reference §8, §14 item 9). Fields added between versions, so CRD-upgr
 - v26.3.3: ClusterPolicy `spec.sandboxWorkloads.mode` (kubevirt|kata).
 - v26.7.0: NVIDIADriver `spec.default` and `spec.upgradePolicy`; the `Default` print column.
 """
+
 from __future__ import annotations
 
 import copy
@@ -21,7 +22,7 @@ def _vkey(version: str) -> tuple[int, ...]:
 
 S = {"type": "string"}
 B = {"type": "boolean"}
-I = {"type": "integer"}
+INT = {"type": "integer"}
 INT_OR_STR = {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}, {"type": "string"}]}
 STR_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
 FREE = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
@@ -36,140 +37,257 @@ def arr(items: dict) -> dict:
 
 
 ENV = arr(obj({"name": S, "value": S}, required=["name"]))
-TOLERATION = obj({"key": S, "operator": S, "value": S, "effect": S, "tolerationSeconds": {"type": "integer",
-                                                                                          "format": "int64"}})
+TOLERATION = obj(
+    {"key": S, "operator": S, "value": S, "effect": S, "tolerationSeconds": {"type": "integer", "format": "int64"}}
+)
 
 
 def component(**more) -> dict:
-    props = {"enabled": B, "repository": S, "image": S, "version": S, "imagePullPolicy": S,
-             "imagePullSecrets": arr(S), "env": ENV, "args": arr(S), "resources": FREE}
+    props = {
+        "enabled": B,
+        "repository": S,
+        "image": S,
+        "version": S,
+        "imagePullPolicy": S,
+        "imagePullSecrets": arr(S),
+        "env": ENV,
+        "args": arr(S),
+        "resources": FREE,
+    }
     props.update(more)
     return obj(props)
 
 
-UPGRADE_POLICY = obj({
-    "autoUpgrade": B,
-    "maxParallelUpgrades": {"type": "integer", "minimum": 0},
-    "maxUnavailable": INT_OR_STR,
-    "waitForCompletion": obj({"podSelector": S, "timeoutSeconds": {"type": "integer", "minimum": 0}}),
-    "podDeletion": obj({"force": B, "timeoutSeconds": I, "deleteEmptyDir": B}),
-    "drain": obj({"enable": B, "force": B, "podSelector": S, "timeoutSeconds": I, "deleteEmptyDir": B}),
-})
+UPGRADE_POLICY = obj(
+    {
+        "autoUpgrade": B,
+        "maxParallelUpgrades": {"type": "integer", "minimum": 0},
+        "maxUnavailable": INT_OR_STR,
+        "waitForCompletion": obj({"podSelector": S, "timeoutSeconds": {"type": "integer", "minimum": 0}}),
+        "podDeletion": obj({"force": B, "timeoutSeconds": INT, "deleteEmptyDir": B}),
+        "drain": obj({"enable": B, "force": B, "podSelector": S, "timeoutSeconds": INT, "deleteEmptyDir": B}),
+    }
+)
 
-PROBE = obj({"initialDelaySeconds": I, "periodSeconds": I, "timeoutSeconds": I, "failureThreshold": I,
-             "successThreshold": I})
+PROBE = obj(
+    {
+        "initialDelaySeconds": INT,
+        "periodSeconds": INT,
+        "timeoutSeconds": INT,
+        "failureThreshold": INT,
+        "successThreshold": INT,
+    }
+)
 
-CONDITIONS = arr(obj({"type": S, "status": S, "reason": S, "message": S, "lastTransitionTime": S,
-                      "observedGeneration": {"type": "integer", "format": "int64"}},
-                     required=["type", "status"]))
+CONDITIONS = arr(
+    obj(
+        {
+            "type": S,
+            "status": S,
+            "reason": S,
+            "message": S,
+            "lastTransitionTime": S,
+            "observedGeneration": {"type": "integer", "format": "int64"},
+        },
+        required=["type", "status"],
+    )
+)
 
 
 def clusterpolicy_schema(version: str) -> dict:
-    sandbox = {"enabled": B, "defaultWorkload": {"type": "string",
-                                                 "enum": ["container", "vm-passthrough", "vm-vgpu"]}}
+    sandbox = {"enabled": B, "defaultWorkload": {"type": "string", "enum": ["container", "vm-passthrough", "vm-vgpu"]}}
     if _vkey(version) >= (26, 3, 3):
         sandbox["mode"] = {"type": "string", "enum": ["kubevirt", "kata"]}
-    spec = obj({
-        "operator": obj({"defaultRuntime": S, "runtimeClass": S, "initContainer": component(),
-                         "use_ocp_driver_toolkit": B}),
-        "daemonsets": obj({"labels": STR_MAP, "annotations": STR_MAP, "priorityClassName": S,
-                           "tolerations": arr(TOLERATION),
-                           "updateStrategy": {"type": "string", "enum": ["RollingUpdate", "OnDelete"]},
-                           "rollingUpdate": obj({"maxUnavailable": S})}),
-        "driver": component(
-            useNvidiaDriverCRD=B, kernelModuleType={"type": "string", "enum": ["auto", "open", "proprietary"]},
-            usePrecompiled=B, useOpenKernelModules=B, startupProbe=PROBE, livenessProbe=PROBE,
-            readinessProbe=PROBE, upgradePolicy=UPGRADE_POLICY, manager=component(),
-            repoConfig=obj({"configMapName": S}), certConfig=obj({"name": S}),
-            licensingConfig=obj({"configMapName": S, "nlsEnabled": B}),
-            kernelModuleConfig=obj({"name": S})),
-        "toolkit": component(installDir=S),
-        "devicePlugin": component(config=obj({"name": S, "default": S})),
-        "dcgm": component(hostPort=I),
-        "dcgmExporter": component(
-            serviceMonitor=obj({"enabled": B, "interval": S, "honorLabels": B, "additionalLabels": STR_MAP,
-                                "relabelings": arr(FREE)}),
-            config=obj({"name": S})),
-        "gfd": component(),
-        "migManager": component(config=obj({"name": S, "default": S}), gpuClientsConfig=obj({"name": S})),
-        "mig": obj({"strategy": {"type": "string", "enum": ["none", "single", "mixed"]}}),
-        "nodeStatusExporter": component(),
-        "validator": component(plugin=obj({"env": ENV}), driver=obj({"env": ENV}), toolkit=obj({"env": ENV}),
-                               cuda=obj({"env": ENV})),
-        "cdi": obj({"enabled": B, "default": B, "nriPluginEnabled": B}),
-        "sandboxWorkloads": obj(sandbox),
-        "psa": obj({"enabled": B}),
-        "psp": obj({"enabled": B}),
-        "hostPaths": obj({"rootFS": S, "driverInstallDir": S}),
-        "gds": component(),
-        "vgpuManager": component(),
-        "vgpuDeviceManager": component(),
-        "vfioManager": component(),
-        "sandboxDevicePlugin": component(),
-        "kataManager": component(),
-        "ccManager": component(defaultMode=S),
-    })
-    status = obj({"state": {"type": "string", "enum": ["ignored", "ready", "notReady"]},
-                  "namespace": S, "conditions": CONDITIONS})
+    spec = obj(
+        {
+            "operator": obj(
+                {"defaultRuntime": S, "runtimeClass": S, "initContainer": component(), "use_ocp_driver_toolkit": B}
+            ),
+            "daemonsets": obj(
+                {
+                    "labels": STR_MAP,
+                    "annotations": STR_MAP,
+                    "priorityClassName": S,
+                    "tolerations": arr(TOLERATION),
+                    "updateStrategy": {"type": "string", "enum": ["RollingUpdate", "OnDelete"]},
+                    "rollingUpdate": obj({"maxUnavailable": S}),
+                }
+            ),
+            "driver": component(
+                useNvidiaDriverCRD=B,
+                kernelModuleType={"type": "string", "enum": ["auto", "open", "proprietary"]},
+                usePrecompiled=B,
+                useOpenKernelModules=B,
+                startupProbe=PROBE,
+                livenessProbe=PROBE,
+                readinessProbe=PROBE,
+                upgradePolicy=UPGRADE_POLICY,
+                manager=component(),
+                repoConfig=obj({"configMapName": S}),
+                certConfig=obj({"name": S}),
+                licensingConfig=obj({"configMapName": S, "nlsEnabled": B}),
+                kernelModuleConfig=obj({"name": S}),
+            ),
+            "toolkit": component(installDir=S),
+            "devicePlugin": component(config=obj({"name": S, "default": S})),
+            "dcgm": component(hostPort=INT),
+            "dcgmExporter": component(
+                serviceMonitor=obj(
+                    {
+                        "enabled": B,
+                        "interval": S,
+                        "honorLabels": B,
+                        "additionalLabels": STR_MAP,
+                        "relabelings": arr(FREE),
+                    }
+                ),
+                config=obj({"name": S}),
+            ),
+            "gfd": component(),
+            "migManager": component(config=obj({"name": S, "default": S}), gpuClientsConfig=obj({"name": S})),
+            "mig": obj({"strategy": {"type": "string", "enum": ["none", "single", "mixed"]}}),
+            "nodeStatusExporter": component(),
+            "validator": component(
+                plugin=obj({"env": ENV}), driver=obj({"env": ENV}), toolkit=obj({"env": ENV}), cuda=obj({"env": ENV})
+            ),
+            "cdi": obj({"enabled": B, "default": B, "nriPluginEnabled": B}),
+            "sandboxWorkloads": obj(sandbox),
+            "psa": obj({"enabled": B}),
+            "psp": obj({"enabled": B}),
+            "hostPaths": obj({"rootFS": S, "driverInstallDir": S}),
+            "gds": component(),
+            "vgpuManager": component(),
+            "vgpuDeviceManager": component(),
+            "vfioManager": component(),
+            "sandboxDevicePlugin": component(),
+            "kataManager": component(),
+            "ccManager": component(defaultMode=S),
+        }
+    )
+    status = obj(
+        {
+            "state": {"type": "string", "enum": ["ignored", "ready", "notReady"]},
+            "namespace": S,
+            "conditions": CONDITIONS,
+        }
+    )
     return obj({"apiVersion": S, "kind": S, "metadata": {"type": "object"}, "spec": spec, "status": status})
 
 
 def nvidiadriver_schema(version: str) -> dict:
     props = {
-        "driverType": {"type": "string", "enum": ["gpu", "vgpu", "vgpu-host-manager"],
-                       "x-kubernetes-validations": [{"rule": "self == oldSelf",
-                                                     "message": "driverType is an immutable field"}]},
-        "version": S, "repository": S, "image": S, "imagePullPolicy": S, "imagePullSecrets": arr(S),
+        "driverType": {
+            "type": "string",
+            "enum": ["gpu", "vgpu", "vgpu-host-manager"],
+            "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "driverType is an immutable field"}],
+        },
+        "version": S,
+        "repository": S,
+        "image": S,
+        "imagePullPolicy": S,
+        "imagePullSecrets": arr(S),
         "kernelModuleType": {"type": "string", "enum": ["auto", "open", "proprietary"]},
-        "usePrecompiled": B, "nodeSelector": STR_MAP, "nodeAffinity": FREE, "tolerations": arr(TOLERATION),
-        "labels": STR_MAP, "annotations": STR_MAP, "priorityClassName": S, "manager": component(),
-        "startupProbe": PROBE, "livenessProbe": PROBE, "readinessProbe": PROBE, "env": ENV,
-        "rdma": obj({"enabled": B, "useHostMofed": B}), "gds": component(), "gdrcopy": component(),
-        "repoConfig": obj({"name": S}), "certConfig": obj({"name": S}), "licensingConfig": obj({"name": S}),
-        "kernelModuleConfig": obj({"name": S}), "secretEnv": S, "hostNetwork": B,
+        "usePrecompiled": B,
+        "nodeSelector": STR_MAP,
+        "nodeAffinity": FREE,
+        "tolerations": arr(TOLERATION),
+        "labels": STR_MAP,
+        "annotations": STR_MAP,
+        "priorityClassName": S,
+        "manager": component(),
+        "startupProbe": PROBE,
+        "livenessProbe": PROBE,
+        "readinessProbe": PROBE,
+        "env": ENV,
+        "rdma": obj({"enabled": B, "useHostMofed": B}),
+        "gds": component(),
+        "gdrcopy": component(),
+        "repoConfig": obj({"name": S}),
+        "certConfig": obj({"name": S}),
+        "licensingConfig": obj({"name": S}),
+        "kernelModuleConfig": obj({"name": S}),
+        "secretEnv": S,
+        "hostNetwork": B,
     }
     validations = []
     if _vkey(version) >= (26, 7, 0):
         props["default"] = B
         props["upgradePolicy"] = UPGRADE_POLICY
-        validations = [{"rule": "!has(self.default) || !self.default || !has(self.nodeSelector) || "
-                                "size(self.nodeSelector) == 0",
-                        "message": "the default NVIDIADriver must not have a nodeSelector"}]
+        validations = [
+            {
+                "rule": "!has(self.default) || !self.default || !has(self.nodeSelector) || "
+                "size(self.nodeSelector) == 0",
+                "message": "the default NVIDIADriver must not have a nodeSelector",
+            }
+        ]
     spec = obj(props, required=["driverType"])
     if validations:
         spec["x-kubernetes-validations"] = validations
-    status = obj({"state": {"type": "string", "enum": ["ignored", "ready", "notReady", "disabled"]},
-                  "namespace": S, "conditions": CONDITIONS})
+    status = obj(
+        {
+            "state": {"type": "string", "enum": ["ignored", "ready", "notReady", "disabled"]},
+            "namespace": S,
+            "conditions": CONDITIONS,
+        }
+    )
     return obj({"apiVersion": S, "kind": S, "metadata": {"type": "object"}, "spec": spec, "status": status})
 
 
-def crd(group: str, version: str, kind: str, plural: str, singular: str, short: list[str], schema: dict,
-        columns: list[dict], chart_version: str) -> dict:
+def crd(
+    group: str,
+    version: str,
+    kind: str,
+    plural: str,
+    singular: str,
+    short: list[str],
+    schema: dict,
+    columns: list[dict],
+    chart_version: str,
+) -> dict:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}",
-                     "annotations": {"gpuops.io/stand-in-chart-version": chart_version}},
+        "metadata": {"name": f"{plural}.{group}", "annotations": {"gpuops.io/stand-in-chart-version": chart_version}},
         "spec": {
             "group": group,
-            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": singular,
-                      **({"shortNames": short} if short else {})},
+            "names": {
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": singular,
+                **({"shortNames": short} if short else {}),
+            },
             "scope": "Cluster",
-            "versions": [{
-                "name": version, "served": True, "storage": True,
-                "schema": {"openAPIV3Schema": copy.deepcopy(schema)},
-                "subresources": {"status": {}},
-                "additionalPrinterColumns": columns,
-            }],
+            "versions": [
+                {
+                    "name": version,
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": copy.deepcopy(schema)},
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": columns,
+                }
+            ],
         },
     }
 
 
 def clusterpolicy_crd(chart_version: str) -> dict:
-    cols = [{"name": "Status", "type": "string", "jsonPath": ".status.state"},
-            {"name": "Age", "type": "string", "jsonPath": ".metadata.creationTimestamp"}]
-    return crd("nvidia.com", "v1", "ClusterPolicy", "clusterpolicies", "clusterpolicy", [],
-               clusterpolicy_schema(chart_version), cols, chart_version)
+    cols = [
+        {"name": "Status", "type": "string", "jsonPath": ".status.state"},
+        {"name": "Age", "type": "string", "jsonPath": ".metadata.creationTimestamp"},
+    ]
+    return crd(
+        "nvidia.com",
+        "v1",
+        "ClusterPolicy",
+        "clusterpolicies",
+        "clusterpolicy",
+        [],
+        clusterpolicy_schema(chart_version),
+        cols,
+        chart_version,
+    )
 
 
 def nvidiadriver_crd(chart_version: str) -> dict:
@@ -177,11 +295,22 @@ def nvidiadriver_crd(chart_version: str) -> dict:
     if _vkey(chart_version) >= (26, 7, 0):
         cols.append({"name": "Default", "type": "boolean", "jsonPath": ".spec.default"})
     cols.append({"name": "Age", "type": "string", "jsonPath": ".metadata.creationTimestamp"})
-    return crd("nvidia.com", "v1alpha1", "NVIDIADriver", "nvidiadrivers", "nvidiadriver",
-               ["nvd", "nvdriver", "nvdrivers"], nvidiadriver_schema(chart_version), cols, chart_version)
+    return crd(
+        "nvidia.com",
+        "v1alpha1",
+        "NVIDIADriver",
+        "nvidiadrivers",
+        "nvidiadriver",
+        ["nvd", "nvdriver", "nvdrivers"],
+        nvidiadriver_schema(chart_version),
+        cols,
+        chart_version,
+    )
 
 
 def all_crds(chart_version: str) -> dict[str, dict]:
     """File name under crds/ → CRD object."""
-    return {"nvidia.com_clusterpolicies.yaml": clusterpolicy_crd(chart_version),
-            "nvidia.com_nvidiadrivers.yaml": nvidiadriver_crd(chart_version)}
+    return {
+        "nvidia.com_clusterpolicies.yaml": clusterpolicy_crd(chart_version),
+        "nvidia.com_nvidiadrivers.yaml": nvidiadriver_crd(chart_version),
+    }

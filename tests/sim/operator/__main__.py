@@ -4,6 +4,7 @@ The simulated GPU Operator (see docs/simulated-operator.md). Runs until SIGTERM/
 <state-dir>/dcgm-exporter.url (the DCGM exporter stand-in's /metrics URL) and logs to stderr, or to
 <state-dir>/logs/gpu-operator-sim.log with --log-file.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,15 +19,21 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.sim.operator", description=__doc__.splitlines()[2])
     ap.add_argument("--kubeconfig", required=True, help="admin kubeconfig of the test bed")
     ap.add_argument("--state-dir", required=True, help="directory for dcgm-exporter.url (the test bed's state dir)")
-    ap.add_argument("--namespace", default="gpu-operator",
-                    help="operand namespace when the ClusterPolicy has no Helm release-namespace annotation")
+    ap.add_argument(
+        "--namespace",
+        default="gpu-operator",
+        help="operand namespace when the ClusterPolicy has no Helm release-namespace annotation",
+    )
     ap.add_argument("--dcgm-port", type=int, default=0, help="port for the DCGM exporter stand-in (0 = free port)")
     ap.add_argument("--period", type=float, default=1.0, help="seconds between periodic reconcile passes")
     ap.add_argument("--log-file", help="log to this file instead of stderr")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, filename=args.log_file,
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        filename=args.log_file,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
     for noisy in ("urllib3", "kubernetes"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
@@ -46,6 +53,7 @@ def main(argv=None) -> int:
         if not cps:
             return []
         import tests.sim.operator.logic as L
+
         ns = L.annotations(cps[0]).get("meta.helm.sh/release-namespace") or args.namespace
         return dcgm.gpus_from_cache(ctl.nodes.snapshot(), ctl._pods_by_node(ns))
 
@@ -58,6 +66,7 @@ def main(argv=None) -> int:
     def stop(*_a):
         ctl.stop.set()
         ctl.wake.set()
+
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     t = threading.Thread(target=ctl.run, name="reconcile", daemon=True)

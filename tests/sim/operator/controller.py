@@ -1,4 +1,5 @@
 """The simulated GPU Operator controller: caches + one reconcile loop that issues only the patches it needs."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -63,12 +64,23 @@ class Controller:
         on = lambda _n: self.wake.set()  # noqa: E731
         self.nodes = Informer("nodes", self.core.list_node, on)
         self.pods = Informer("pods", self.core.list_pod_for_all_namespaces, on, namespaced=True)
-        self.dss = Informer("daemonsets", self.apps.list_daemon_set_for_all_namespaces, on, namespaced=True,
-                            label_selector=MANAGED + "=true")
-        self.cps = Informer("clusterpolicies", lambda **kw: self.custom.list_cluster_custom_object(
-            GROUP, "v1", "clusterpolicies", **kw), on)
-        self.nvds = Informer("nvidiadrivers", lambda **kw: self.custom.list_cluster_custom_object(
-            GROUP, "v1alpha1", "nvidiadrivers", **kw), on)
+        self.dss = Informer(
+            "daemonsets",
+            self.apps.list_daemon_set_for_all_namespaces,
+            on,
+            namespaced=True,
+            label_selector=MANAGED + "=true",
+        )
+        self.cps = Informer(
+            "clusterpolicies",
+            lambda **kw: self.custom.list_cluster_custom_object(GROUP, "v1", "clusterpolicies", **kw),
+            on,
+        )
+        self.nvds = Informer(
+            "nvidiadrivers",
+            lambda **kw: self.custom.list_cluster_custom_object(GROUP, "v1alpha1", "nvidiadrivers", **kw),
+            on,
+        )
         self.informers = [self.nodes, self.pods, self.dss, self.cps, self.nvds]
 
     # ------------------------------------------------------------------------------------------ loop
@@ -96,15 +108,22 @@ class Controller:
             return
         cp = cps[0]
         for extra in cps[1:]:
-            self._set_status("clusterpolicies", "v1", extra, "ignored", "Reconciled",
-                             "another ClusterPolicy is already in use", ready_override=False)
+            self._set_status(
+                "clusterpolicies",
+                "v1",
+                extra,
+                "ignored",
+                "Reconciled",
+                "another ClusterPolicy is already in use",
+                ready_override=False,
+            )
         spec = cp.get("spec") or {}
         ns = L.annotations(cp).get("meta.helm.sh/release-namespace") or self.default_ns
         nodes = self.nodes.snapshot()
         gpu_nodes = [n for n in nodes if L.is_gpu_node(n)]
         pods_by_node = self._pods_by_node(ns)
         use_nvd = bool((spec.get("driver") or {}).get("useNvidiaDriverCRD"))
-        nvds = [d for d in self.nvds.snapshot()] if use_nvd else []
+        nvds = self.nvds.snapshot() if use_nvd else []
         owners, conflicts = self._driver_owners(gpu_nodes, nvds) if use_nvd else ({}, set())
 
         # node labels (NFD / operator / GFD / device plugin / driver owner)
@@ -119,6 +138,7 @@ class Controller:
                     want[L.DRIVER_OWNER] = owner
             if want:
                 self._patch_node(node, {"metadata": {"labels": want}})
+
         self._each(label_one, nodes)
 
         # operand DaemonSets
@@ -142,11 +162,17 @@ class Controller:
             if patch:
                 self._patch_node_status(node, patch)
             if "xid79" in L.faults(node):
-                self._event_once(node, "Node", "", "XidCriticalError",
-                                 "XidCriticalError: Xid=79 on Device=" + L.gpu_uuid(nname, 0)
-                                 + "; marking device as unhealthy.", "Warning")
+                self._event_once(
+                    node,
+                    "Node",
+                    "",
+                    "XidCriticalError",
+                    "XidCriticalError: Xid=79 on Device=" + L.gpu_uuid(nname, 0) + "; marking device as unhealthy.",
+                    "Warning",
+                )
             else:
                 self.events_sent.discard(("Node", nname, "XidCriticalError"))
+
         self._each(gpu_one, gpu_nodes)
 
         # upgrades
@@ -158,8 +184,11 @@ class Controller:
             if ds["metadata"].get("namespace") != ns:
                 continue
             st = ds.get("status") or {}
-            ds_status[L.name(ds)] = (st.get("desiredNumberScheduled", 0), st.get("numberReady", 0),
-                                     st.get("updatedNumberScheduled", 0))
+            ds_status[L.name(ds)] = (
+                st.get("desiredNumberScheduled", 0),
+                st.get("numberReady", 0),
+                st.get("updatedNumberScheduled", 0),
+            )
         # DaemonSets not yet observed by KCM count as not ready
         for d in desired:
             ds_status.setdefault(d["metadata"]["name"], (1, 0, 0))
@@ -170,14 +199,29 @@ class Controller:
             nname = L.name(nvd)
             mine = {k: v for k, v in ds_status.items() if k.endswith("-" + nname) and "gpu-driver" in k}
             if nname in conflicts:
-                self._set_status("nvidiadrivers", "v1alpha1", nvd, "notReady", "ConflictingNodeSelector",
-                                 "node selector of this NVIDIADriver overlaps another one", namespace=ns)
+                self._set_status(
+                    "nvidiadrivers",
+                    "v1alpha1",
+                    nvd,
+                    "notReady",
+                    "ConflictingNodeSelector",
+                    "node selector of this NVIDIADriver overlaps another one",
+                    namespace=ns,
+                )
             elif any(r < d for d, r, _u in mine.values()):
-                self._set_status("nvidiadrivers", "v1alpha1", nvd, "notReady", "DriverNotReady",
-                                 "driver daemonset(s) not ready: " + ", ".join(sorted(mine)), namespace=ns)
+                self._set_status(
+                    "nvidiadrivers",
+                    "v1alpha1",
+                    nvd,
+                    "notReady",
+                    "DriverNotReady",
+                    "driver daemonset(s) not ready: " + ", ".join(sorted(mine)),
+                    namespace=ns,
+                )
             else:
-                self._set_status("nvidiadrivers", "v1alpha1", nvd, "ready", "Reconciled",
-                                 "all driver pods are ready", namespace=ns)
+                self._set_status(
+                    "nvidiadrivers", "v1alpha1", nvd, "ready", "Reconciled", "all driver pods are ready", namespace=ns
+                )
 
     def _each(self, fn, items) -> None:
         """Run fn over items on the patch pool (independent per-node API calls); log failures."""
@@ -210,8 +254,12 @@ class Controller:
                     if md.get("deletionTimestamp") and slot.get(key):
                         continue
                     cs = (pod["spec"].get("containers") or [{}])[0]
-                    slot[key] = {"pod": pod, "ready": L.pod_ready(pod), "image": cs.get("image", ""),
-                                 "key": f"{md['namespace']}/{md['name']}"}
+                    slot[key] = {
+                        "pod": pod,
+                        "ready": L.pod_ready(pod),
+                        "image": cs.get("image", ""),
+                        "key": f"{md['namespace']}/{md['name']}",
+                    }
                     continue
             if requests_gpu(pod) and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
                 slot["_gpu"].append(pod)
@@ -249,8 +297,9 @@ class Controller:
                 # fault cleared: recreate the pod (the DaemonSet controller makes a fresh one, kwok starts it)
                 self.pod_faulted.pop(pkey, None)
                 try:
-                    self.core.delete_namespaced_pod(pod["metadata"]["name"], pod["metadata"]["namespace"],
-                                                    grace_period_seconds=0)
+                    self.core.delete_namespaced_pod(
+                        pod["metadata"]["name"], pod["metadata"]["namespace"], grace_period_seconds=0
+                    )
                 except ApiException as exc:
                     if exc.status != 404:
                         log.warning("delete pod %s: %s", pkey, exc.reason)
@@ -260,40 +309,73 @@ class Controller:
         t = now_iso()
         containers = pod["spec"].get("containers") or []
         statuses = []
-        for i, c in enumerate(containers):
+        for c in containers:
             st = {"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": False, "started": False}
             if mode == "crash":
-                msg = "validation failed" if fault == "validator-failing" else \
-                    L.DRIVER_FAULTS[fault][1].format(kernel=kernel)
+                msg = (
+                    "validation failed"
+                    if fault == "validator-failing"
+                    else L.DRIVER_FAULTS[fault][1].format(kernel=kernel)
+                )
                 if fault == "validator-failing":
-                    msg = ("driver-validation: failed to validate the driver, exit status 1: "
-                           "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver")
-                st.update({"restartCount": 5,
-                           "state": {"waiting": {"reason": "CrashLoopBackOff",
-                                                 "message": f"back-off 5m0s restarting failed container={c['name']} "
-                                                            f"pod={md['name']}_{md['namespace']}"}},
-                           "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "message": msg,
-                                                        "startedAt": t, "finishedAt": t}}})
+                    msg = (
+                        "driver-validation: failed to validate the driver, exit status 1: "
+                        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"
+                    )
+                st.update(
+                    {
+                        "restartCount": 5,
+                        "state": {
+                            "waiting": {
+                                "reason": "CrashLoopBackOff",
+                                "message": f"back-off 5m0s restarting failed container={c['name']} "
+                                f"pod={md['name']}_{md['namespace']}",
+                            }
+                        },
+                        "lastState": {
+                            "terminated": {
+                                "exitCode": 1,
+                                "reason": "Error",
+                                "message": msg,
+                                "startedAt": t,
+                                "finishedAt": t,
+                            }
+                        },
+                    }
+                )
             else:
                 st.update({"restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}})
             statuses.append(st)
-        conds = [{"type": "Ready", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": t,
-                  "message": "containers with unready status: [" + " ".join(c["name"] for c in containers) + "]"},
-                 {"type": "ContainersReady", "status": "False", "reason": "ContainersNotReady",
-                  "lastTransitionTime": t}]
+        conds = [
+            {
+                "type": "Ready",
+                "status": "False",
+                "reason": "ContainersNotReady",
+                "lastTransitionTime": t,
+                "message": "containers with unready status: [" + " ".join(c["name"] for c in containers) + "]",
+            },
+            {"type": "ContainersReady", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": t},
+        ]
         body = {"status": {"phase": "Running", "conditions": conds, "containerStatuses": statuses}}
         try:
             self.core.patch_namespaced_pod_status(md["name"], md["namespace"], body)
-            self.core.patch_namespaced_pod(md["name"], md["namespace"],
-                                           {"metadata": {"annotations": {"sim.gpuops.io/faulted": fault}}})
+            self.core.patch_namespaced_pod(
+                md["name"], md["namespace"], {"metadata": {"annotations": {"sim.gpuops.io/faulted": fault}}}
+            )
         except ApiException as exc:
             log.warning("fault %s on pod %s: %s", fault, md["name"], exc.reason)
             return
         if mode == "crash":
             last = L.DRIVER_FAULTS[fault][0] if fault in L.DRIVER_FAULTS else "validation failed"
-            self._event(pod, "Pod", md["namespace"], "BackOff",
-                        f"Back-off restarting failed container {containers[0]['name']} in pod {md['name']}; "
-                        f"last log line: {last}", "Warning")
+            self._event(
+                pod,
+                "Pod",
+                md["namespace"],
+                "BackOff",
+                f"Back-off restarting failed container {containers[0]['name']} in pod {md['name']}; "
+                f"last log line: {last}",
+                "Warning",
+            )
         else:
             self._event(pod, "Pod", md["namespace"], "FailedCreatePodSandBox", L.NO_RUNTIME_MSG, "Warning")
 
@@ -307,14 +389,32 @@ class Controller:
             self._patch_node(node, {"metadata": {"labels": {NNR_LABEL: "true"}}})
         elif "node-not-ready" not in f and NNR_LABEL in lab:
             self._patch_node(node, {"metadata": {"labels": {NNR_LABEL: None}}})
-        if "node-not-ready" in f:
-            if ready and ready.get("status") == "True" and time.monotonic() - self.last_node_not_ready.get(nname, 0) > 1:
-                self.last_node_not_ready[nname] = time.monotonic()
-                t = now_iso()
-                self._patch_node_status(node, {"status": {"conditions": [{
-                    "type": "Ready", "status": "False", "reason": "KubeletNotReady",
-                    "message": "container runtime network not ready: simulated by sim.gpuops.io/fault=node-not-ready",
-                    "lastHeartbeatTime": t, "lastTransitionTime": t}]}})
+        if (
+            "node-not-ready" in f
+            and ready
+            and ready.get("status") == "True"
+            and time.monotonic() - self.last_node_not_ready.get(nname, 0) > 1
+        ):
+            self.last_node_not_ready[nname] = time.monotonic()
+            t = now_iso()
+            self._patch_node_status(
+                node,
+                {
+                    "status": {
+                        "conditions": [
+                            {
+                                "type": "Ready",
+                                "status": "False",
+                                "reason": "KubeletNotReady",
+                                "message": "container runtime network not ready: simulated by "
+                                "sim.gpuops.io/fault=node-not-ready",
+                                "lastHeartbeatTime": t,
+                                "lastTransitionTime": t,
+                            }
+                        ]
+                    }
+                },
+            )
 
     # ------------------------------------------------------------------------------------------ MIG
     def _mig(self, node: dict, spec: dict) -> None:
@@ -342,8 +442,15 @@ class Controller:
         strategy = (spec.get("mig") or {}).get("strategy", "single")
         ok = "mig-failed" not in L.faults(node) and L.mig_layout(cfg, gpu, strategy) is not None
         if ok:
-            self._patch_node(node, {"metadata": {"labels": {"nvidia.com/mig.config.state": "success"},
-                                                 "annotations": {L.ANN_MIG_APPLIED: cfg}}})
+            self._patch_node(
+                node,
+                {
+                    "metadata": {
+                        "labels": {"nvidia.com/mig.config.state": "success"},
+                        "annotations": {L.ANN_MIG_APPLIED: cfg},
+                    }
+                },
+            )
         else:
             self._patch_node(node, {"metadata": {"labels": {"nvidia.com/mig.config.state": "failed"}}})
 
@@ -367,7 +474,7 @@ class Controller:
                 version = (cr.get("spec") or {}).get("version", "")
                 policy = (cr.get("spec") or {}).get("upgradePolicy") or cp_policy
             groups.setdefault(gkey, (policy, []))[1].append((node, version))
-        for gkey, (policy, members) in groups.items():
+        for policy, members in groups.values():
             infos = []
             for node, version in members:
                 n = L.name(node)
@@ -375,8 +482,13 @@ class Controller:
                 drv = ops.get("driver")
                 lab, ann = L.labels(node), L.annotations(node)
                 wfc_sel = ((policy.get("waitForCompletion") or {}).get("podSelector")) or ""
-                wait = [p for p in ops.get("_all", []) if wfc_sel and match_selector(p, wfc_sel)
-                        and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+                wait = [
+                    p
+                    for p in ops.get("_all", [])
+                    if wfc_sel
+                    and match_selector(p, wfc_sel)
+                    and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+                ]
                 if drv is None:
                     dstate = None
                 elif L.image_version(drv["image"]) != version:
@@ -385,17 +497,25 @@ class Controller:
                     dstate = "new-ready" if drv["ready"] else "new"
                 val = ops.get("validator")
                 ws = ann.get(L.WAIT_START)
-                infos.append({
-                    "name": n, "state": lab.get(L.UPGRADE_STATE, ""), "skip": lab.get(L.UPGRADE_SKIP) == "true",
-                    "unschedulable": bool((node.get("spec") or {}).get("unschedulable")), "ready": L.node_ready(node),
-                    "requested": ann.get(L.UPGRADE_REQUESTED) == "true",
-                    "up_to_date": dstate != "old",
-                    "driver_pod": dstate, "gpu_pods": len(ops.get("_gpu", [])), "wait_pods": len(wait),
-                    "validator_ready": bool(val and val["ready"]), "faults": L.faults(node),
-                    "wait_start": float(ws) if ws else None,
-                    "initial_unschedulable": ann.get(L.INITIAL_UNSCHED) == "true",
-                    "initial_recorded": ann.get(L.INITIAL_UNSCHED),
-                })
+                infos.append(
+                    {
+                        "name": n,
+                        "state": lab.get(L.UPGRADE_STATE, ""),
+                        "skip": lab.get(L.UPGRADE_SKIP) == "true",
+                        "unschedulable": bool((node.get("spec") or {}).get("unschedulable")),
+                        "ready": L.node_ready(node),
+                        "requested": ann.get(L.UPGRADE_REQUESTED) == "true",
+                        "up_to_date": dstate != "old",
+                        "driver_pod": dstate,
+                        "gpu_pods": len(ops.get("_gpu", [])),
+                        "wait_pods": len(wait),
+                        "validator_ready": bool(val and val["ready"]),
+                        "faults": L.faults(node),
+                        "wait_start": float(ws) if ws else None,
+                        "initial_unschedulable": ann.get(L.INITIAL_UNSCHED) == "true",
+                        "initial_recorded": ann.get(L.INITIAL_UNSCHED),
+                    }
+                )
             actions = L.upgrade_step(infos, policy, time.time())
             for nname, act in actions.items():
                 self._apply_upgrade_action(nname, act, pods_by_node.get(nname, {}))
@@ -409,12 +529,14 @@ class Controller:
         if "state" in act:
             meta.setdefault("labels", {})[L.UPGRADE_STATE] = act["state"]
         if "set_initial_unschedulable" in act:
-            meta.setdefault("annotations", {})[L.INITIAL_UNSCHED] = "true" if act["set_initial_unschedulable"] else "false"
+            meta.setdefault("annotations", {})[L.INITIAL_UNSCHED] = (
+                "true" if act["set_initial_unschedulable"] else "false"
+            )
         if "wait_start" in act:
             meta.setdefault("annotations", {})[L.WAIT_START] = (
-                str(int(act["wait_start"])) if act["wait_start"] else None)
-        if act.get("state") in ("upgrade-required", "upgrade-done") and \
-                L.annotations(node).get(L.UPGRADE_REQUESTED):
+                str(int(act["wait_start"])) if act["wait_start"] else None
+            )
+        if act.get("state") in ("upgrade-required", "upgrade-done") and L.annotations(node).get(L.UPGRADE_REQUESTED):
             meta.setdefault("annotations", {})[L.UPGRADE_REQUESTED] = None
         if act.get("state") == "upgrade-done":
             meta.setdefault("annotations", {})[L.INITIAL_UNSCHED] = None
@@ -446,19 +568,25 @@ class Controller:
         if body:
             self._patch_node(node, body)
         if act.get("state"):
-            self._event(node, "Node", "", "GPUDriverUpgrade",
-                        f"Successfully updated node state label to [{act['state']}]", "Normal")
+            self._event(
+                node,
+                "Node",
+                "",
+                "GPUDriverUpgrade",
+                f"Successfully updated node state label to [{act['state']}]",
+                "Normal",
+            )
 
     # ------------------------------------------------------------------------------------------ NVIDIADriver
     def _driver_owners(self, gpu_nodes, nvds) -> tuple[dict, set]:
         owners, conflicts = {}, set()
-        specific = [d for d in nvds if (d.get("spec") or {}).get("nodeSelector") and
-                    not (d.get("spec") or {}).get("default")]
+        specific = [
+            d for d in nvds if (d.get("spec") or {}).get("nodeSelector") and not (d.get("spec") or {}).get("default")
+        ]
         fallback = [d for d in nvds if d not in specific]
         for node in gpu_nodes:
             lab = L.labels(node)
-            hits = [L.name(d) for d in specific
-                    if all(lab.get(k) == v for k, v in d["spec"]["nodeSelector"].items())]
+            hits = [L.name(d) for d in specific if all(lab.get(k) == v for k, v in d["spec"]["nodeSelector"].items())]
             if len(hits) > 1:
                 conflicts.update(hits)
             if hits:
@@ -487,13 +615,22 @@ class Controller:
                         log.warning("create DaemonSet %s: %s %s", nm, exc.status, exc.body)
             elif L.annotations(cur).get(HASH) != d["metadata"]["annotations"][HASH]:
                 try:
-                    retry(self.apps.patch_namespaced_daemon_set, nm, ns,
-                          {"metadata": {"annotations": d["metadata"]["annotations"], "labels": d["metadata"]["labels"]},
-                           "spec": {"template": d["spec"]["template"], "updateStrategy": d["spec"]["updateStrategy"]}})
+                    retry(
+                        self.apps.patch_namespaced_daemon_set,
+                        nm,
+                        ns,
+                        {
+                            "metadata": {
+                                "annotations": d["metadata"]["annotations"],
+                                "labels": d["metadata"]["labels"],
+                            },
+                            "spec": {"template": d["spec"]["template"], "updateStrategy": d["spec"]["updateStrategy"]},
+                        },
+                    )
                     log.info("updated DaemonSet %s/%s", ns, nm)
                 except ApiException as exc:
                     log.warning("update DaemonSet %s: %s", nm, exc.reason)
-        for nm, cur in have.items():
+        for nm in have:
             if nm not in want:
                 try:
                     self.apps.delete_namespaced_daemon_set(nm, ns, propagation_policy="Background")
@@ -506,12 +643,20 @@ class Controller:
         key = ("svc", ns)
         if key in self.events_sent:
             return
-        body = {"metadata": {"name": "nvidia-dcgm-exporter", "namespace": ns,
-                             "labels": {"app": "nvidia-dcgm-exporter", MANAGED: "true"},
-                             "annotations": {"prometheus.io/scrape": "true"},
-                             "ownerReferences": [owner_ref(cp)]},
-                "spec": {"selector": {"app": "nvidia-dcgm-exporter"}, "type": "ClusterIP",
-                         "ports": [{"name": "gpu-metrics", "port": 9400, "targetPort": 9400, "protocol": "TCP"}]}}
+        body = {
+            "metadata": {
+                "name": "nvidia-dcgm-exporter",
+                "namespace": ns,
+                "labels": {"app": "nvidia-dcgm-exporter", MANAGED: "true"},
+                "annotations": {"prometheus.io/scrape": "true"},
+                "ownerReferences": [owner_ref(cp)],
+            },
+            "spec": {
+                "selector": {"app": "nvidia-dcgm-exporter"},
+                "type": "ClusterIP",
+                "ports": [{"name": "gpu-metrics", "port": 9400, "targetPort": 9400, "protocol": "TCP"}],
+            },
+        }
         try:
             self.core.create_namespaced_service(ns, body)
             self.events_sent.add(key)
@@ -538,7 +683,10 @@ class Controller:
             return None
         except ApiException as exc:
             if exc.status == 404:
-                return "couldn't find ServiceMonitor CRD; install the Prometheus Operator or disable dcgmExporter.serviceMonitor"
+                return (
+                    "couldn't find ServiceMonitor CRD; install the Prometheus Operator "
+                    "or disable dcgmExporter.serviceMonitor"
+                )
             return None
 
     # ------------------------------------------------------------------------------------------ API helpers
@@ -562,12 +710,14 @@ class Controller:
         new = {"state": state, "conditions": conds}
         if namespace:
             new["namespace"] = namespace
-        if old.get("state") == state and strip_times(old.get("conditions")) == strip_times(conds) and \
-                (not namespace or old.get("namespace") == namespace):
+        if (
+            old.get("state") == state
+            and strip_times(old.get("conditions")) == strip_times(conds)
+            and (not namespace or old.get("namespace") == namespace)
+        ):
             return
         try:
-            retry(self.custom.patch_cluster_custom_object_status, GROUP, version, plural, L.name(obj),
-                  {"status": new})
+            retry(self.custom.patch_cluster_custom_object_status, GROUP, version, plural, L.name(obj), {"status": new})
             log.info("%s/%s status: %s (%s)", plural, L.name(obj), state, reason)
         except ApiException as exc:
             log.warning("status %s/%s: %s", plural, L.name(obj), exc.reason)
@@ -583,13 +733,26 @@ class Controller:
         md = obj["metadata"]
         t = now_iso()
         evns = ns or "default"
-        body = {"metadata": {"generateName": f"{md['name']}.", "namespace": evns},
-                "involvedObject": {"kind": kind, "name": md["name"], "namespace": ns or None, "uid": md.get("uid"),
-                                   "apiVersion": "v1"},
-                "reason": reason, "message": msg, "type": typ, "count": 1,
-                "firstTimestamp": t, "lastTimestamp": t,
-                "source": {"component": "gpu-operator" if kind == "Node" else "kubelet",
-                           **({"host": (obj.get("spec") or {}).get("nodeName")} if kind == "Pod" else {})}}
+        body = {
+            "metadata": {"generateName": f"{md['name']}.", "namespace": evns},
+            "involvedObject": {
+                "kind": kind,
+                "name": md["name"],
+                "namespace": ns or None,
+                "uid": md.get("uid"),
+                "apiVersion": "v1",
+            },
+            "reason": reason,
+            "message": msg,
+            "type": typ,
+            "count": 1,
+            "firstTimestamp": t,
+            "lastTimestamp": t,
+            "source": {
+                "component": "gpu-operator" if kind == "Node" else "kubelet",
+                **({"host": (obj.get("spec") or {}).get("nodeName")} if kind == "Pod" else {}),
+            },
+        }
         try:
             self.core.create_namespaced_event(evns, body)
         except ApiException as exc:
@@ -598,13 +761,20 @@ class Controller:
 
 # ---------------------------------------------------------------------------------------------- builders
 
+
 def strip_times(conds):
     return [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in conds or []]
 
 
 def owner_ref(cp: dict) -> dict:
-    return {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "name": L.name(cp),
-            "uid": cp["metadata"]["uid"], "controller": True, "blockOwnerDeletion": False}
+    return {
+        "apiVersion": "nvidia.com/v1",
+        "kind": "ClusterPolicy",
+        "name": L.name(cp),
+        "uid": cp["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": False,
+    }
 
 
 def requests_gpu(pod: dict) -> bool:
@@ -637,8 +807,10 @@ def match_selector(pod: dict, selector: str) -> bool:
 
 def _image(spec: dict, key: str, default_repo: str, default_image: str, default_version: str, suffix="") -> str:
     c = spec.get(key) or {}
-    return f"{c.get('repository') or default_repo}/{c.get('image') or default_image}:" \
-           f"{c.get('version') or default_version}{suffix}"
+    return (
+        f"{c.get('repository') or default_repo}/{c.get('image') or default_image}:"
+        f"{c.get('version') or default_version}{suffix}"
+    )
 
 
 def desired_daemonsets(cp: dict, spec: dict, ns: str, os_tags: list[str], nvds: list | None) -> list[dict]:
@@ -648,25 +820,49 @@ def desired_daemonsets(cp: dict, spec: dict, ns: str, os_tags: list[str], nvds: 
     extra_labels = dsspec.get("labels") or {}
     extra_ann = dsspec.get("annotations") or {}
     mu = str((dsspec.get("rollingUpdate") or {}).get("maxUnavailable", "1"))
-    rolling = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": int(mu) if mu.isdigit() else mu}} if (dsspec.get("updateStrategy") or "RollingUpdate") == "RollingUpdate" \
+    rolling = (
+        {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": int(mu) if mu.isdigit() else mu}}
+        if (dsspec.get("updateStrategy") or "RollingUpdate") == "RollingUpdate"
         else {"type": "OnDelete"}
+    )
     auto = bool(((spec.get("driver") or {}).get("upgradePolicy") or {}).get("autoUpgrade"))
     out = []
 
-    def ds(name, app, component, image, container, node_selector, strategy=None, extra_pod_labels=None,
-           tol=None, ann=None):
+    def ds(
+        name, app, component, image, container, node_selector, strategy=None, extra_pod_labels=None, tol=None, ann=None
+    ):
         pod_labels = {"app": app, **extra_labels, **(extra_pod_labels or {})}
-        tmpl = {"metadata": {"labels": pod_labels, "annotations": dict(extra_ann)},
-                "spec": {"priorityClassName": prio, "tolerations": tol if tol is not None else tolerations,
-                         "nodeSelector": node_selector, "serviceAccountName": "default",
-                         "containers": [{"name": container, "image": image}]}}
-        body = {"apiVersion": "apps/v1", "kind": "DaemonSet",
-                "metadata": {"name": name, "namespace": ns,
-                             "labels": {"app": app, MANAGED: "true", "app.kubernetes.io/managed-by": "gpu-operator",
-                                        "helm.sh/chart": L.labels(cp).get("helm.sh/chart", "gpu-operator")},
-                             "annotations": dict(ann or {}), "ownerReferences": [owner_ref(cp)]},
-                "spec": {"selector": {"matchLabels": {"app": app}}, "template": tmpl,
-                         "updateStrategy": strategy or rolling}}
+        tmpl = {
+            "metadata": {"labels": pod_labels, "annotations": dict(extra_ann)},
+            "spec": {
+                "priorityClassName": prio,
+                "tolerations": tol if tol is not None else tolerations,
+                "nodeSelector": node_selector,
+                "serviceAccountName": "default",
+                "containers": [{"name": container, "image": image}],
+            },
+        }
+        body = {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {
+                "name": name,
+                "namespace": ns,
+                "labels": {
+                    "app": app,
+                    MANAGED: "true",
+                    "app.kubernetes.io/managed-by": "gpu-operator",
+                    "helm.sh/chart": L.labels(cp).get("helm.sh/chart", "gpu-operator"),
+                },
+                "annotations": dict(ann or {}),
+                "ownerReferences": [owner_ref(cp)],
+            },
+            "spec": {
+                "selector": {"matchLabels": {"app": app}},
+                "template": tmpl,
+                "updateStrategy": strategy or rolling,
+            },
+        }
         h = hashlib.sha256(json.dumps([tmpl, body["spec"]["updateStrategy"]], sort_keys=True).encode()).hexdigest()
         body["metadata"]["annotations"][HASH] = h[:16]
         out.append(body)
@@ -675,27 +871,45 @@ def desired_daemonsets(cp: dict, spec: dict, ns: str, os_tags: list[str], nvds: 
     if L.spec_enabled(spec, "driver"):
         if nvds is None:
             os_tag = os_tags[0]
-            ds("nvidia-driver-daemonset", "nvidia-driver-daemonset", "driver",
-               f"{drv.get('repository') or 'nvcr.io/nvidia'}/{drv.get('image') or 'driver'}:"
-               f"{drv.get('version', '')}-{os_tag}", "nvidia-driver-ctr",
-               {L.DEPLOY + "driver": "true"}, strategy={"type": "OnDelete"},
-               extra_pod_labels={"app.kubernetes.io/component": "nvidia-driver"},
-               ann={"nvidia.com/gpu-driver-upgrade-enabled": "true" if auto else "false"})
+            ds(
+                "nvidia-driver-daemonset",
+                "nvidia-driver-daemonset",
+                "driver",
+                f"{drv.get('repository') or 'nvcr.io/nvidia'}/{drv.get('image') or 'driver'}:"
+                f"{drv.get('version', '')}-{os_tag}",
+                "nvidia-driver-ctr",
+                {L.DEPLOY + "driver": "true"},
+                strategy={"type": "OnDelete"},
+                extra_pod_labels={"app.kubernetes.io/component": "nvidia-driver"},
+                ann={"nvidia.com/gpu-driver-upgrade-enabled": "true" if auto else "false"},
+            )
         else:
             for cr in nvds:
                 crs = cr.get("spec") or {}
                 for os_tag in os_tags:
                     nm = f"nvidia-gpu-driver-{os_tag}-{L.name(cr)}"
                     osid = os_tag.rstrip("0123456789.")
-                    sel = {L.DEPLOY + "driver": "true", L.DRIVER_OWNER: L.name(cr),
-                           "feature.node.kubernetes.io/system-os_release.ID": osid}
-                    ds(nm, nm, "driver",
-                       f"{crs.get('repository') or 'nvcr.io/nvidia'}/{crs.get('image') or 'driver'}:"
-                       f"{crs.get('version', '')}-{os_tag}", "nvidia-driver-ctr", sel, strategy={"type": "OnDelete"},
-                       extra_pod_labels={"app.kubernetes.io/component": "nvidia-driver",
-                                         "nvidia.com/nvidiadriver": L.name(cr)},
-                       tol=crs.get("tolerations") or tolerations,
-                       ann={"nvidia.com/gpu-driver-upgrade-enabled": "true" if auto else "false"})
+                    sel = {
+                        L.DEPLOY + "driver": "true",
+                        L.DRIVER_OWNER: L.name(cr),
+                        "feature.node.kubernetes.io/system-os_release.ID": osid,
+                    }
+                    ds(
+                        nm,
+                        nm,
+                        "driver",
+                        f"{crs.get('repository') or 'nvcr.io/nvidia'}/{crs.get('image') or 'driver'}:"
+                        f"{crs.get('version', '')}-{os_tag}",
+                        "nvidia-driver-ctr",
+                        sel,
+                        strategy={"type": "OnDelete"},
+                        extra_pod_labels={
+                            "app.kubernetes.io/component": "nvidia-driver",
+                            "nvidia.com/nvidiadriver": L.name(cr),
+                        },
+                        tol=crs.get("tolerations") or tolerations,
+                        ann={"nvidia.com/gpu-driver-upgrade-enabled": "true" if auto else "false"},
+                    )
     for key, dsname, comp, skey in L.OPERANDS:
         if key == "driver" or not L.spec_enabled(spec, skey):
             continue
@@ -705,10 +919,19 @@ def desired_daemonsets(cp: dict, spec: dict, ns: str, os_tags: list[str], nvds: 
             "gfd": ("nvcr.io/nvidia", "k8s-device-plugin", "v0.20.0", "gpu-feature-discovery"),
             "dcgm": ("nvcr.io/nvidia/cloud-native", "dcgm", "4.4.1-1-ubuntu22.04", "nvidia-dcgm-ctr"),
             "dcgm-exporter": ("nvcr.io/nvidia/k8s", "dcgm-exporter", "4.6.0-4.8.3-distroless", "nvidia-dcgm-exporter"),
-            "validator": ("nvcr.io/nvidia/cloud-native", "gpu-operator-validator", "v26.7.0", "nvidia-operator-validator"),
+            "validator": (
+                "nvcr.io/nvidia/cloud-native",
+                "gpu-operator-validator",
+                "v26.7.0",
+                "nvidia-operator-validator",
+            ),
             "mig-manager": ("nvcr.io/nvidia/cloud-native", "k8s-mig-manager", "v0.15.0", "nvidia-mig-manager"),
-            "node-status-exporter": ("nvcr.io/nvidia/cloud-native", "gpu-operator-validator", "v26.7.0",
-                                     "nvidia-node-status-exporter"),
+            "node-status-exporter": (
+                "nvcr.io/nvidia/cloud-native",
+                "gpu-operator-validator",
+                "v26.7.0",
+                "nvidia-node-status-exporter",
+            ),
         }[key]
         repo, img, ver, container = images
         skey2 = skey or "validator"

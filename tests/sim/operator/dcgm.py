@@ -4,6 +4,7 @@ One HTTP server for the whole cluster (no pod runs under kwok, so no per-node :9
 series carries gpu, UUID, device, modelName, Hostname and DCGM_FI_DRIVER_VERSION labels, as the real exporter's.
 Only nodes whose nvidia-dcgm-exporter pod is Ready are exported.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -47,15 +48,24 @@ def gpu_values(node_name: str, index: int, memory_mib: int, xid: int, tick: int 
     used = min(mem, (base % 97) * mem // 100)
     reserved = min(mem - used, 512)
     return {
-        "DCGM_FI_DEV_SM_CLOCK": 1410 + base % 570, "DCGM_FI_DEV_MEM_CLOCK": 1593,
-        "DCGM_FI_DEV_GPU_TEMP": 30 + base % 45, "DCGM_FI_DEV_MEMORY_TEMP": 32 + base % 40,
+        "DCGM_FI_DEV_SM_CLOCK": 1410 + base % 570,
+        "DCGM_FI_DEV_MEM_CLOCK": 1593,
+        "DCGM_FI_DEV_GPU_TEMP": 30 + base % 45,
+        "DCGM_FI_DEV_MEMORY_TEMP": 32 + base % 40,
         "DCGM_FI_DEV_POWER_USAGE": round(60 + (base % 600) + util * 0.5, 3),
         "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": 10_000_000 + base % 1_000_000 + tick * 1000,
-        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": 0, "DCGM_FI_DEV_GPU_UTIL": util,
-        "DCGM_FI_DEV_MEM_COPY_UTIL": util // 2, "DCGM_FI_DEV_ENC_UTIL": 0, "DCGM_FI_DEV_DEC_UTIL": 0,
-        "DCGM_FI_DEV_XID_ERRORS": xid, "DCGM_FI_DEV_FB_FREE": mem - used - reserved, "DCGM_FI_DEV_FB_USED": used,
-        "DCGM_FI_DEV_FB_RESERVED": reserved, "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": 0,
-        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": 0, "DCGM_FI_DEV_ROW_REMAP_FAILURE": 0,
+        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": 0,
+        "DCGM_FI_DEV_GPU_UTIL": util,
+        "DCGM_FI_DEV_MEM_COPY_UTIL": util // 2,
+        "DCGM_FI_DEV_ENC_UTIL": 0,
+        "DCGM_FI_DEV_DEC_UTIL": 0,
+        "DCGM_FI_DEV_XID_ERRORS": xid,
+        "DCGM_FI_DEV_FB_FREE": mem - used - reserved,
+        "DCGM_FI_DEV_FB_USED": used,
+        "DCGM_FI_DEV_FB_RESERVED": reserved,
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": 0,
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": 0,
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE": 0,
     }
 
 
@@ -67,10 +77,12 @@ def render(gpus: list[dict], tick: int = 0) -> str:
         lines.append(f"# HELP {mname} {mhelp}")
         lines.append(f"# TYPE {mname} {mtype}")
         for g, v in vals:
-            lab = (f'gpu="{g["index"]}",UUID="{L.gpu_uuid(g["hostname"], g["index"])}",'
-                   f'pci_bus_id="00000000:{0x18 + g["index"]:02X}:00.0",device="nvidia{g["index"]}",'
-                   f'modelName="{g["product"].replace("-", " ")}",Hostname="{g["hostname"]}",'
-                   f'DCGM_FI_DRIVER_VERSION="{g.get("driver", "")}"')
+            lab = (
+                f'gpu="{g["index"]}",UUID="{L.gpu_uuid(g["hostname"], g["index"])}",'
+                f'pci_bus_id="00000000:{0x18 + g["index"]:02X}:00.0",device="nvidia{g["index"]}",'
+                f'modelName="{g["product"].replace("-", " ")}",Hostname="{g["hostname"]}",'
+                f'DCGM_FI_DRIVER_VERSION="{g.get("driver", "")}"'
+            )
             lines.append(f"{mname}{{{lab}}} {v[mname]}")
     return "\n".join(lines) + "\n"
 
@@ -89,8 +101,16 @@ def gpus_from_cache(nodes: list[dict], pods_by_node: dict) -> list[dict]:
         version = L.image_version(drv["image"]) if drv else ""
         xid = 79 if "xid79" in L.faults(node) else 0
         for i in range(info["count"]):
-            out.append({"hostname": L.name(node), "index": i, "product": info["product"], "memory": info["memory"],
-                        "driver": version, "xid": xid if i == 0 else 0})
+            out.append(
+                {
+                    "hostname": L.name(node),
+                    "index": i,
+                    "product": info["product"],
+                    "memory": info["memory"],
+                    "driver": version,
+                    "xid": xid if i == 0 else 0,
+                }
+            )
     return out
 
 

@@ -1,4 +1,5 @@
 """Informer-style LIST+WATCH caches (one thread per resource), robust to API errors."""
+
 from __future__ import annotations
 
 import json
@@ -76,8 +77,9 @@ class Informer:
                 self.on_change(self.name)
                 backoff = 0.5
                 w = RawWatch()
-                for ev in w.stream(self.list_fn, resource_version=rv, timeout_seconds=300,
-                                   allow_watch_bookmarks=True, **self.kwargs):
+                for ev in w.stream(
+                    self.list_fn, resource_version=rv, timeout_seconds=300, allow_watch_bookmarks=True, **self.kwargs
+                ):
                     if self.stop.is_set():
                         w.stop()
                         return

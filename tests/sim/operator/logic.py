@@ -2,6 +2,7 @@
 
 Objects are plain dicts as the Kubernetes API returns them (camelCase keys).
 """
+
 from __future__ import annotations
 
 import math
@@ -20,32 +21,47 @@ ANN_FAULT = SIM + "fault"
 ANN_MIG_APPLIED = SIM + "mig-applied"
 
 FAULTS = (
-    "driver-crash-kernel-headers", "driver-crash-nouveau", "driver-crash-secureboot", "toolkit-no-runtime",
-    "device-plugin-not-advertising", "xid79", "validator-failing", "node-not-ready",
-    "upgrade-stuck-wait-for-jobs", "upgrade-failed", "mig-failed",
+    "driver-crash-kernel-headers",
+    "driver-crash-nouveau",
+    "driver-crash-secureboot",
+    "toolkit-no-runtime",
+    "device-plugin-not-advertising",
+    "xid79",
+    "validator-failing",
+    "node-not-ready",
+    "upgrade-stuck-wait-for-jobs",
+    "upgrade-failed",
+    "mig-failed",
 )
 DRIVER_FAULTS = {
     # fault → (last log line of nvidia-driver-ctr, termination message)
     "driver-crash-kernel-headers": (
         "Could not resolve Linux kernel version",
-        "Unable to find a match: kernel-headers-{kernel} kernel-devel-{kernel}\n"
-        "Could not resolve Linux kernel version"),
+        "Unable to find a match: kernel-headers-{kernel} kernel-devel-{kernel}\nCould not resolve Linux kernel version",
+    ),
     "driver-crash-nouveau": (
         "ERROR: Unable to load the kernel module 'nvidia.ko'.",
         "NVRM: Failed to enable MSI-X.\nERROR: Unable to load the kernel module 'nvidia.ko'. This happens most "
         "frequently when this kernel module was built against the wrong or improperly configured kernel "
         "sources, or when another driver, such as nouveau, is present and prevents the NVIDIA kernel module "
-        "from obtaining ownership of the NVIDIA device(s)."),
+        "from obtaining ownership of the NVIDIA device(s).",
+    ),
     "driver-crash-secureboot": (
         "modprobe: ERROR: could not insert 'nvidia': Key was rejected by service",
         "Loading of unsigned module is rejected\nmodprobe: ERROR: could not insert 'nvidia': "
-        "Key was rejected by service"),
+        "Key was rejected by service",
+    ),
 }
-NO_RUNTIME_MSG = ('Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: '
-                  'no runtime for "nvidia" is configured')
+NO_RUNTIME_MSG = (
+    'Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: '
+    'no runtime for "nvidia" is configured'
+)
 
-GPU_NODE_LABELS = ("feature.node.kubernetes.io/pci-10de.present", "feature.node.kubernetes.io/pci-0302_10de.present",
-                   "feature.node.kubernetes.io/pci-0300_10de.present")
+GPU_NODE_LABELS = (
+    "feature.node.kubernetes.io/pci-10de.present",
+    "feature.node.kubernetes.io/pci-0302_10de.present",
+    "feature.node.kubernetes.io/pci-0300_10de.present",
+)
 DEPLOY = "nvidia.com/gpu.deploy."
 UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
 UPGRADE_SKIP = "nvidia.com/gpu-driver-upgrade.skip"
@@ -55,9 +71,18 @@ WAIT_START = "nvidia.com/gpu-driver-upgrade-wait-for-pod-completion-start-time"
 VALIDATION_START = "nvidia.com/gpu-driver-upgrade-validation-start-time"
 DRIVER_OWNER = "nvidia.com/gpu-operator.driver.owner"
 
-UPGRADE_STATES = ("upgrade-required", "cordon-required", "wait-for-jobs-required", "pod-deletion-required",
-                  "drain-required", "pod-restart-required", "validation-required", "uncordon-required",
-                  "upgrade-done", "upgrade-failed")
+UPGRADE_STATES = (
+    "upgrade-required",
+    "cordon-required",
+    "wait-for-jobs-required",
+    "pod-deletion-required",
+    "drain-required",
+    "pod-restart-required",
+    "validation-required",
+    "uncordon-required",
+    "upgrade-done",
+    "upgrade-failed",
+)
 IN_PROGRESS = frozenset(UPGRADE_STATES[1:8])
 
 # operand key → (DaemonSet name, deploy label component, ClusterPolicy spec key or None = always)
@@ -73,17 +98,43 @@ OPERANDS = (
     ("node-status-exporter", "nvidia-node-status-exporter", "node-status-exporter", "nodeStatusExporter"),
 )
 DEFAULT_ENABLED = {"dcgm": False, "nodeStatusExporter": False}
-DEPLOY_COMPONENTS = ("driver", "gpu-feature-discovery", "container-toolkit", "device-plugin", "dcgm",
-                     "dcgm-exporter", "node-status-exporter", "operator-validator")
+DEPLOY_COMPONENTS = (
+    "driver",
+    "gpu-feature-discovery",
+    "container-toolkit",
+    "device-plugin",
+    "dcgm",
+    "dcgm-exporter",
+    "node-status-exporter",
+    "operator-validator",
+)
 
-FAMILIES = (("H100", "hopper"), ("H200", "hopper"), ("GH200", "hopper"), ("B200", "blackwell"),
-            ("GB200", "blackwell"), ("A100", "ampere"), ("A30", "ampere"), ("A10", "ampere"), ("L40", "ada-lovelace"),
-            ("L4", "ada-lovelace"), ("T4", "turing"), ("V100", "volta"))
-COMPUTE = {"hopper": (9, 0), "blackwell": (10, 0), "ampere": (8, 0), "ada-lovelace": (8, 9), "turing": (7, 5),
-           "volta": (7, 0)}
+FAMILIES = (
+    ("H100", "hopper"),
+    ("H200", "hopper"),
+    ("GH200", "hopper"),
+    ("B200", "blackwell"),
+    ("GB200", "blackwell"),
+    ("A100", "ampere"),
+    ("A30", "ampere"),
+    ("A10", "ampere"),
+    ("L40", "ada-lovelace"),
+    ("L4", "ada-lovelace"),
+    ("T4", "turing"),
+    ("V100", "volta"),
+)
+COMPUTE = {
+    "hopper": (9, 0),
+    "blackwell": (10, 0),
+    "ampere": (8, 0),
+    "ada-lovelace": (8, 9),
+    "turing": (7, 5),
+    "volta": (7, 0),
+}
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+
 
 def labels(obj: dict) -> dict:
     return (obj.get("metadata") or {}).get("labels") or {}
@@ -170,10 +221,15 @@ def driver_version_labels(version: str) -> dict:
     except (ValueError, IndexError):
         return out
     cuda = (13, 0) if major >= 580 else (12, 8) if major >= 570 else (12, 4) if major >= 550 else (12, 2)
-    out.update({"nvidia.com/cuda.runtime-version.major": str(cuda[0]),
-                "nvidia.com/cuda.runtime-version.minor": str(cuda[1]),
-                "nvidia.com/cuda.runtime-version.full": f"{cuda[0]}.{cuda[1]}",
-                "nvidia.com/cuda.runtime.major": str(cuda[0]), "nvidia.com/cuda.runtime.minor": str(cuda[1])})
+    out.update(
+        {
+            "nvidia.com/cuda.runtime-version.major": str(cuda[0]),
+            "nvidia.com/cuda.runtime-version.minor": str(cuda[1]),
+            "nvidia.com/cuda.runtime-version.full": f"{cuda[0]}.{cuda[1]}",
+            "nvidia.com/cuda.runtime.major": str(cuda[0]),
+            "nvidia.com/cuda.runtime.minor": str(cuda[1]),
+        }
+    )
     return out
 
 
@@ -219,8 +275,12 @@ def mig_layout(config: str, gpu: dict, strategy: str) -> dict | None:
         if strategy != "mixed":
             return None
         per = max(gpu["memory"] // 1024 // 8, 5) if gpu["memory"] else 10
-        return {f"nvidia.com/mig-1g.{per}gb": 2 * n, f"nvidia.com/mig-2g.{per * 2}gb": n,
-                f"nvidia.com/mig-3g.{per * 4}gb": n, "nvidia.com/gpu": 0}
+        return {
+            f"nvidia.com/mig-1g.{per}gb": 2 * n,
+            f"nvidia.com/mig-2g.{per * 2}gb": n,
+            f"nvidia.com/mig-3g.{per * 4}gb": n,
+            "nvidia.com/gpu": 0,
+        }
     if config.startswith("all-"):
         prof = config[4:]
         m = MIG_SLICES.match(prof)
@@ -237,6 +297,7 @@ def mig_layout(config: str, gpu: dict, strategy: str) -> dict | None:
 
 
 # ---------------------------------------------------------------------------------------------- node labels
+
 
 def desired_node_labels(node: dict, spec: dict, driver_version: str | None) -> dict:
     """Labels the operator, GFD and the device plugin put on a node: {key: value-or-None (remove)}."""
@@ -262,25 +323,41 @@ def desired_node_labels(node: dict, spec: dict, driver_version: str | None) -> d
     if spec_enabled(spec, "gfd"):
         product = gpu["product"]
         mig_cfg = lab.get("nvidia.com/mig.config", "all-disabled")
-        if (gpu["mig_capable"] and strategy == "single" and mig_cfg.startswith("all-") and mig_cfg != "all-disabled"
-                and lab.get("nvidia.com/mig.config.state") == "success"):
+        if (
+            gpu["mig_capable"]
+            and strategy == "single"
+            and mig_cfg.startswith("all-")
+            and mig_cfg != "all-disabled"
+            and lab.get("nvidia.com/mig.config.state") == "success"
+        ):
             product = f"{product}-MIG-{mig_cfg[4:]}"
         major, minor = COMPUTE.get(gpu["family"], (0, 0))
-        out.update({"nvidia.com/gpu.product": product, "nvidia.com/gpu.count": str(gpu["count"]),
-                    "nvidia.com/gpu.memory": str(gpu["memory"]), "nvidia.com/gpu.family": gpu["family"],
-                    "nvidia.com/gpu.compute.major": str(major), "nvidia.com/gpu.compute.minor": str(minor),
-                    "nvidia.com/gpu.replicas": "1", "nvidia.com/gpu.mode": "compute",
-                    "nvidia.com/gpu.sharing-strategy": "none", "nvidia.com/mig.strategy": strategy,
-                    "nvidia.com/mig.capable": "true" if gpu["mig_capable"] else "false"})
+        out.update(
+            {
+                "nvidia.com/gpu.product": product,
+                "nvidia.com/gpu.count": str(gpu["count"]),
+                "nvidia.com/gpu.memory": str(gpu["memory"]),
+                "nvidia.com/gpu.family": gpu["family"],
+                "nvidia.com/gpu.compute.major": str(major),
+                "nvidia.com/gpu.compute.minor": str(minor),
+                "nvidia.com/gpu.replicas": "1",
+                "nvidia.com/gpu.mode": "compute",
+                "nvidia.com/gpu.sharing-strategy": "none",
+                "nvidia.com/mig.strategy": strategy,
+                "nvidia.com/mig.capable": "true" if gpu["mig_capable"] else "false",
+            }
+        )
         if driver_version:
             out.update(driver_version_labels(driver_version))
     if gpu["mig_capable"] and spec_enabled(spec, "migManager") and "nvidia.com/mig.config" not in lab:
         out["nvidia.com/mig.config"] = ((spec.get("migManager") or {}).get("config") or {}).get(
-            "default", "all-disabled") or "all-disabled"
+            "default", "all-disabled"
+        ) or "all-disabled"
     return {k: v for k, v in out.items() if lab.get(k) != v}
 
 
 # ---------------------------------------------------------------------------------------------- capacity
+
 
 def desired_gpu_resources(node: dict, ops: dict, spec: dict) -> dict:
     """Extended resources {name: (capacity, allocatable)} for a GPU node.
@@ -339,16 +416,24 @@ def resource_patch(node: dict, want: dict) -> dict | None:
 
 # ---------------------------------------------------------------------------------------------- status
 
+
 def condition_set(state: str, reason: str, message: str, now: str, old: list | None) -> list:
     ready = state == "ready"
-    new = [{"type": "Ready", "status": "True" if ready else "False", "reason": reason, "message": message},
-           {"type": "Error", "status": "False" if ready else "True", "reason": "Ready" if ready else reason,
-            "message": "" if ready else message}]
+    new = [
+        {"type": "Ready", "status": "True" if ready else "False", "reason": reason, "message": message},
+        {
+            "type": "Error",
+            "status": "False" if ready else "True",
+            "reason": "Ready" if ready else reason,
+            "message": "" if ready else message,
+        },
+    ]
     oldmap = {c.get("type"): c for c in old or []}
     for c in new:
         o = oldmap.get(c["type"])
-        c["lastTransitionTime"] = o["lastTransitionTime"] if o and o.get("status") == c["status"] and \
-            o.get("lastTransitionTime") else now
+        c["lastTransitionTime"] = (
+            o["lastTransitionTime"] if o and o.get("status") == c["status"] and o.get("lastTransitionTime") else now
+        )
     return new
 
 
@@ -357,7 +442,11 @@ def policy_state(gpu_nodes: int, ds_status: dict, extra_error: str | None = None
     if extra_error:
         return "notReady", "ReconcileFailed", extra_error
     if gpu_nodes == 0:
-        return "notReady", "NoGPUNodes", "no GPU node found: no node carries feature.node.kubernetes.io/pci-10de.present=true"
+        return (
+            "notReady",
+            "NoGPUNodes",
+            "no GPU node found: no node carries feature.node.kubernetes.io/pci-10de.present=true",
+        )
     driver_bad = [n for n, (d, r, _u) in ds_status.items() if "driver" in n and r < d]
     if driver_bad:
         return "notReady", "DriverNotReady", f"driver daemonset(s) not ready: {', '.join(sorted(driver_bad))}"
@@ -368,6 +457,7 @@ def policy_state(gpu_nodes: int, ds_status: dict, extra_error: str | None = None
 
 
 # ---------------------------------------------------------------------------------------------- upgrades
+
 
 def upgrade_step(nodes: list[dict], policy: dict, now: float) -> dict:
     """One pass of the driver upgrade state machine over one driver group.
@@ -439,9 +529,7 @@ def upgrade_step(nodes: list[dict], policy: dict, now: float) -> dict:
             if n["wait_pods"] > 0 and not (wfc_timeout and now - started >= wfc_timeout):
                 continue
             go(n, "pod-deletion-required", wait_start=None)
-        elif st == "pod-deletion-required":
-            go(n, "pod-restart-required", delete_gpu_pods=True)
-        elif st == "drain-required":
+        elif st == "pod-deletion-required" or st == "drain-required":
             go(n, "pod-restart-required", delete_gpu_pods=True)
         elif st == "pod-restart-required":
             if "upgrade-failed" in n["faults"]:

@@ -1,8 +1,9 @@
 """A real Prometheus (Debian's `prometheus` package) scraping the DCGM exporter stand-in, for metrics tests.
 
-    cfg = scrape_config(["127.0.0.1:9400"])          # YAML text
-    prom = start(state_dir, ["127.0.0.1:9400"])      # Prometheus object with .url, .query(), .stop()
+cfg = scrape_config(["127.0.0.1:9400"])          # YAML text
+prom = start(state_dir, ["127.0.0.1:9400"])      # Prometheus object with .url, .query(), .stop()
 """
+
 from __future__ import annotations
 
 import json
@@ -21,10 +22,17 @@ import yaml
 
 def scrape_config(targets: list[str], interval: str = "1s", job: str = "nvidia-dcgm-exporter") -> str:
     """prometheus.yml for the given host:port targets (metrics path /metrics)."""
-    cfg = {"global": {"scrape_interval": interval, "evaluation_interval": interval},
-           "scrape_configs": [{"job_name": job, "metrics_path": "/metrics", "honor_labels": True,
-                               "static_configs": [{"targets": list(targets),
-                                                   "labels": {"service": "nvidia-dcgm-exporter"}}]}]}
+    cfg = {
+        "global": {"scrape_interval": interval, "evaluation_interval": interval},
+        "scrape_configs": [
+            {
+                "job_name": job,
+                "metrics_path": "/metrics",
+                "honor_labels": True,
+                "static_configs": [{"targets": list(targets), "labels": {"service": "nvidia-dcgm-exporter"}}],
+            }
+        ],
+    }
     return yaml.safe_dump(cfg, sort_keys=False)
 
 
@@ -37,9 +45,14 @@ def find_binary(install: bool = True) -> str:
     if path:
         return path
     if install and os.geteuid() == 0 and shutil.which("apt-get"):
-        subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "prometheus"], check=False,
-                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=600)
+        subprocess.run(
+            ["apt-get", "install", "-y", "--no-install-recommends", "prometheus"],
+            check=False,
+            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=600,
+        )
         path = shutil.which("prometheus")
         if path:
             return path
@@ -86,10 +99,19 @@ def start(workdir: str | os.PathLike, targets: list[str], timeout: float = 60) -
     wd.mkdir(parents=True, exist_ok=True)
     (wd / "prometheus.yml").write_text(scrape_config(targets))
     port = _free_port()
-    log = open(wd / "prometheus.log", "ab")
-    proc = subprocess.Popen([find_binary(), f"--config.file={wd / 'prometheus.yml'}",
-                             f"--storage.tsdb.path={wd / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
-                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    log = open(wd / "prometheus.log", "ab")  # noqa: SIM115 (handed to the child process)
+    proc = subprocess.Popen(
+        [
+            find_binary(),
+            f"--config.file={wd / 'prometheus.yml'}",
+            f"--storage.tsdb.path={wd / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     prom = Prometheus(proc, f"http://127.0.0.1:{port}", wd)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

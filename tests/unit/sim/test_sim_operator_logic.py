@@ -1,4 +1,5 @@
 """Unit tests for the simulated GPU Operator's pure logic and the stand-in chart (no cluster)."""
+
 from __future__ import annotations
 
 import shutil
@@ -16,17 +17,28 @@ from tests.sim.operator.controller import desired_daemonsets, match_selector, re
 def node(name="g0", gpu=True, count=8, product="NVIDIA-H100-80GB-HBM3", mig=True, labels=None, ann=None):
     lab = {"feature.node.kubernetes.io/pci-10de.present": "true"} if gpu else {}
     lab.update(labels or {})
-    a = {L.ANN_PRODUCT: product, L.ANN_COUNT: str(count), L.ANN_MEMORY: "81559",
-         L.ANN_MIG_CAPABLE: "true" if mig else "false"} if gpu else {}
+    a = (
+        {
+            L.ANN_PRODUCT: product,
+            L.ANN_COUNT: str(count),
+            L.ANN_MEMORY: "81559",
+            L.ANN_MIG_CAPABLE: "true" if mig else "false",
+        }
+        if gpu
+        else {}
+    )
     a.update(ann or {})
-    return {"metadata": {"name": name, "labels": lab, "annotations": a},
-            "status": {"capacity": {}, "allocatable": {}, "conditions": [{"type": "Ready", "status": "True"}]}}
+    return {
+        "metadata": {"name": name, "labels": lab, "annotations": a},
+        "status": {"capacity": {}, "allocatable": {}, "conditions": [{"type": "Ready", "status": "True"}]},
+    }
 
 
 ALL_READY = {"driver": True, "toolkit": True, "device-plugin": True}
 
 
 # ------------------------------------------------------------------------------------- labels
+
 
 def test_labels_on_gpu_node():
     want = L.desired_node_labels(node(), {}, "595.91.07")
@@ -72,13 +84,22 @@ def test_labels_diff_only():
 
 # ------------------------------------------------------------------------------------- capacity
 
+
 def test_capacity_only_when_plugin_ready():
     assert L.desired_gpu_resources(node(), ALL_READY, {}) == {"nvidia.com/gpu": (8, 8)}
     assert L.desired_gpu_resources(node(), {**ALL_READY, "device-plugin": None}, {}) == {"nvidia.com/gpu": (0, 0)}
 
 
-@pytest.mark.parametrize("fault", ["driver-crash-kernel-headers", "driver-crash-nouveau", "driver-crash-secureboot",
-                                   "toolkit-no-runtime", "device-plugin-not-advertising"])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "driver-crash-kernel-headers",
+        "driver-crash-nouveau",
+        "driver-crash-secureboot",
+        "toolkit-no-runtime",
+        "device-plugin-not-advertising",
+    ],
+)
 def test_capacity_withdrawn_on_fault(fault):
     assert L.desired_gpu_resources(node(ann={L.ANN_FAULT: fault}), ALL_READY, {}) == {"nvidia.com/gpu": (0, 0)}
 
@@ -106,13 +127,18 @@ def test_resource_patch_removes_stale_mig_resources():
     n["status"]["capacity"] = {"nvidia.com/gpu": "0", "nvidia.com/mig-1g.10gb": "56"}
     n["status"]["allocatable"] = dict(n["status"]["capacity"])
     p = L.resource_patch(n, {"nvidia.com/gpu": (8, 8)})
-    assert p == {"status": {"capacity": {"nvidia.com/gpu": "8", "nvidia.com/mig-1g.10gb": None},
-                            "allocatable": {"nvidia.com/gpu": "8", "nvidia.com/mig-1g.10gb": None}}}
+    assert p == {
+        "status": {
+            "capacity": {"nvidia.com/gpu": "8", "nvidia.com/mig-1g.10gb": None},
+            "allocatable": {"nvidia.com/gpu": "8", "nvidia.com/mig-1g.10gb": None},
+        }
+    }
     n["status"]["capacity"] = n["status"]["allocatable"] = {"nvidia.com/gpu": "8"}
     assert L.resource_patch(n, {"nvidia.com/gpu": (8, 8)}) is None
 
 
 # ------------------------------------------------------------------------------------- status
+
 
 def test_policy_state_reasons():
     assert L.policy_state(0, {})[1] == "NoGPUNodes"
@@ -133,10 +159,25 @@ def test_condition_transition_time_kept_when_unchanged():
 
 # ------------------------------------------------------------------------------------- upgrades
 
+
 def info(name, state="", **kw):
-    base = {"name": name, "state": state, "skip": False, "unschedulable": False, "ready": True, "requested": False,
-            "up_to_date": True, "driver_pod": "new-ready", "gpu_pods": 0, "wait_pods": 0, "validator_ready": True,
-            "faults": set(), "wait_start": None, "initial_unschedulable": False, "initial_recorded": None}
+    base = {
+        "name": name,
+        "state": state,
+        "skip": False,
+        "unschedulable": False,
+        "ready": True,
+        "requested": False,
+        "up_to_date": True,
+        "driver_pod": "new-ready",
+        "gpu_pods": 0,
+        "wait_pods": 0,
+        "validator_ready": True,
+        "faults": set(),
+        "wait_start": None,
+        "initial_unschedulable": False,
+        "initial_recorded": None,
+    }
     base.update(kw)
     return base
 
@@ -172,8 +213,16 @@ def simulate(nodes, policy, passes=60):
     return seqs, peak
 
 
-ORDER = ["upgrade-required", "cordon-required", "wait-for-jobs-required", "pod-deletion-required",
-         "pod-restart-required", "validation-required", "uncordon-required", "upgrade-done"]
+ORDER = [
+    "upgrade-required",
+    "cordon-required",
+    "wait-for-jobs-required",
+    "pod-deletion-required",
+    "pod-restart-required",
+    "validation-required",
+    "uncordon-required",
+    "upgrade-done",
+]
 
 
 def test_upgrade_walks_every_state_and_respects_parallelism_and_skip():
@@ -211,8 +260,7 @@ def test_initially_cordoned_node_stays_cordoned():
 
 
 def test_retry_after_upgrade_failed_uncordons():
-    n = info("a", "upgrade-required", unschedulable=True, initial_recorded="false", up_to_date=False,
-             driver_pod="old")
+    n = info("a", "upgrade-required", unschedulable=True, initial_recorded="false", up_to_date=False, driver_pod="old")
     simulate([n], {**POLICY, "maxUnavailable": "100%"})
     assert n["state"] == "upgrade-done" and n["unschedulable"] is False
 
@@ -241,6 +289,7 @@ def test_max_unavailable_rounding():
 
 # ------------------------------------------------------------------------------------- misc
 
+
 def test_image_version_and_selectors():
     assert L.image_version("nvcr.io/nvidia/driver:595.91.07-ubuntu22.04") == "595.91.07"
     assert match_selector({"metadata": {"labels": {"app": "x", "t": "1"}}}, "app=x,t!=2")
@@ -254,9 +303,14 @@ def test_daemonsets_names_selectors_tolerations():
     tol = [{"key": "canary", "operator": "Exists", "effect": "NoSchedule"}]
     spec = {"daemonsets": {"tolerations": tol}, "driver": {"version": "595.91.07"}, "dcgmExporter": {"enabled": False}}
     dss = {d["metadata"]["name"]: d for d in desired_daemonsets(cp, spec, "gpu-operator", ["ubuntu22.04"], None)}
-    assert set(dss) == {"nvidia-driver-daemonset", "nvidia-container-toolkit-daemonset",
-                        "nvidia-device-plugin-daemonset", "gpu-feature-discovery", "nvidia-operator-validator",
-                        "nvidia-mig-manager"}
+    assert set(dss) == {
+        "nvidia-driver-daemonset",
+        "nvidia-container-toolkit-daemonset",
+        "nvidia-device-plugin-daemonset",
+        "gpu-feature-discovery",
+        "nvidia-operator-validator",
+        "nvidia-mig-manager",
+    }
     drv = dss["nvidia-driver-daemonset"]
     assert drv["spec"]["updateStrategy"] == {"type": "OnDelete"}
     assert drv["spec"]["template"]["spec"]["containers"][0]["image"] == "nvcr.io/nvidia/driver:595.91.07-ubuntu22.04"
@@ -265,8 +319,17 @@ def test_daemonsets_names_selectors_tolerations():
 
 
 def test_dcgm_render_has_one_series_per_gpu():
-    gpus = [{"hostname": "g0", "index": i, "product": "Tesla-T4", "memory": 15360, "driver": "595.91.07",
-             "xid": 79 if i == 0 else 0} for i in range(2)]
+    gpus = [
+        {
+            "hostname": "g0",
+            "index": i,
+            "product": "Tesla-T4",
+            "memory": 15360,
+            "driver": "595.91.07",
+            "xid": 79 if i == 0 else 0,
+        }
+        for i in range(2)
+    ]
     text = dcgm.render(gpus)
     util = [line for line in text.splitlines() if line.startswith("DCGM_FI_DEV_GPU_UTIL{")]
     assert len(util) == 2 and 'Hostname="g0"' in util[0] and 'UUID="GPU-' in util[0]
@@ -275,14 +338,18 @@ def test_dcgm_render_has_one_series_per_gpu():
 
 # ------------------------------------------------------------------------------------- chart
 
+
 def test_crd_fields_added_between_versions():
     def cp_sandbox(v):
-        return crds.clusterpolicy_crd(v)["spec"]["versions"][0]["schema"]["openAPIV3Schema"][
-            "properties"]["spec"]["properties"]["sandboxWorkloads"]["properties"]
+        return crds.clusterpolicy_crd(v)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+            "properties"
+        ]["sandboxWorkloads"]["properties"]
 
     def nvd_spec(v):
-        return crds.nvidiadriver_crd(v)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"][
-            "spec"]["properties"]
+        return crds.nvidiadriver_crd(v)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+            "properties"
+        ]
+
     assert "mode" not in cp_sandbox("v25.10.1") and "mode" in cp_sandbox("v26.3.3")
     assert "default" not in nvd_spec("v26.3.3") and "default" in nvd_spec("v26.7.0")
     assert "upgradePolicy" in nvd_spec("v26.7.0")
@@ -300,9 +367,21 @@ def test_chart_lints_and_renders(version, tmp_path):
         pytest.skip("helm not built")
     src = chart.assemble(version, tmp_path)
     assert subprocess.run([helm, "lint", str(src)], capture_output=True).returncode == 0
-    out = subprocess.run([helm, "template", "gpu-operator", str(src), "-n", "gpu-operator",
-                          "--set", "driver.upgradePolicy.maxParallelUpgrades=null"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [
+            helm,
+            "template",
+            "gpu-operator",
+            str(src),
+            "-n",
+            "gpu-operator",
+            "--set",
+            "driver.upgradePolicy.maxParallelUpgrades=null",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "kind: ClusterPolicy" in out and "name: gpu-operator-upgrade-crd" in out
     assert "maxParallelUpgrades: 0" in out  # the documented Helm null quirk
     assert "podDeletion:" in out and "gpuPodDeletion" not in out
@@ -316,5 +395,6 @@ def test_build_repo_indexes_three_versions(tmp_path):
             pytest.skip("helm not built")
     chart.build_repo(tmp_path)
     import yaml
+
     idx = yaml.safe_load((tmp_path / "index.yaml").read_text())
     assert sorted(e["version"] for e in idx["entries"]["gpu-operator"]) == sorted(chart.VERSIONS)
