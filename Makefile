@@ -36,7 +36,9 @@ ANSIBLE_ENV := ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) ANSIBLE_COLLECTIONS_SCAN_
 export HYPOTHESIS_STORAGE_DIRECTORY := $(BUILD)/hypothesis
 STAMP := $(VENV)/.gpuops-stamp
 
-export PATH := $(VENV)/bin:$(PATH)
+# The test bed's pinned binaries (helm, helm3, kube-*, kwok, etcd) from tests/sim/build/build.sh.
+SIM_BIN := $(or $(GPUOPS_BIN),$(or $(GPUOPS_CACHE),$(HOME)/.cache/gpuops)/bin)
+export PATH := $(VENV)/bin:$(SIM_BIN):$(PATH)
 
 .PHONY: help venv collection-root sanity-root sim-binaries nvml lint ruff ansible-lint sanity units \
 	integration molecule test site site-down bench build doc-check changelog-lint clean
