@@ -234,8 +234,7 @@ def main():
         time.sleep(2)
         print(
             "profile %s: %d GPU nodes, %d operand pods per node; best of %d interleaved runs (loops: 1 run); "
-            "identity: least privilege"
-            % (state.get("profile"), gpu_nodes, opts.operands_per_node, opts.repeat),
+            "identity: least privilege" % (state.get("profile"), gpu_nodes, opts.operands_per_node, opts.repeat),
             flush=True,
         )
 

@@ -87,7 +87,8 @@ def require_kubernetes(module):
 
 
 def default_kubeconfig_path():
-    """The kubeconfig used when none is given: ``$K8S_AUTH_KUBECONFIG``, ``$KUBECONFIG`` (first entry), ``~/.kube/config``."""
+    """The kubeconfig used when none is given: ``$K8S_AUTH_KUBECONFIG``, ``$KUBECONFIG`` (first entry), else
+    ``~/.kube/config``."""
     for name in KUBECONFIG_ENV:
         value = os.environ.get(name)
         if value:
@@ -116,11 +117,11 @@ def _read_kubeconfig(path):
         raise K8sError(
             "kubeconfig %r could not be read (%s). Set the kubeconfig option (or K8S_AUTH_KUBECONFIG/KUBECONFIG) "
             "to a readable kubeconfig file." % (path, exc.strerror or exc)
-        )
+        ) from exc
     except yaml.YAMLError as exc:
         raise K8sError(
             "kubeconfig %r is not valid YAML (%s). Point kubeconfig at a valid kubeconfig file." % (path, exc)
-        )
+        ) from exc
     if not isinstance(data, dict):
         raise K8sError(
             "kubeconfig %r is not a kubeconfig (expected a mapping with clusters, users and contexts)." % path
@@ -160,7 +161,7 @@ def load_configuration(kubeconfig=None, context=None, in_cluster=None, validate_
             raise K8sError(
                 "in-cluster configuration failed (%s). Run inside a pod with a service account token, or set the "
                 "kubeconfig option." % exc
-            )
+            ) from exc
     elif kubeconfig is not None:
         if isinstance(kubeconfig, dict):
             data, label = kubeconfig, "(inline kubeconfig)"
@@ -191,7 +192,7 @@ def load_configuration(kubeconfig=None, context=None, in_cluster=None, validate_
             raise K8sError(
                 "kubeconfig %s (context %r) could not be used: %s. Fix that entry of the kubeconfig or pick "
                 "another context." % (label, context or data.get("current-context"), exc)
-            )
+            ) from exc
     if host:
         cfg.host = host
     if api_key:
@@ -199,6 +200,20 @@ def load_configuration(kubeconfig=None, context=None, in_cluster=None, validate_
     if validate_certs is not None:
         cfg.verify_ssl = bool(validate_certs)
     return cfg
+
+
+SECRET_USER_KEYS = ("token", "password", "client-key-data", "client-certificate-data")
+
+
+def kubeconfig_secrets(kubeconfig):
+    """Secret strings in an inline kubeconfig dict (tokens, passwords, key data), for ``module.no_log_values``."""
+    if not isinstance(kubeconfig, dict):
+        return set()
+    found = set()
+    for entry in kubeconfig.get("users") or []:
+        user = (entry or {}).get("user") or {}
+        found.update(str(user[k]) for k in SECRET_USER_KEYS if user.get(k))
+    return found
 
 
 def build_api_client(kubeconfig=None, context=None, in_cluster=None, **kwargs):
@@ -329,7 +344,7 @@ class K8sClient:
                 raise K8sError(
                     "TLS to the API server %s failed for %s: %s. Check the cluster's certificate-authority in the "
                     "kubeconfig (or validate_certs)." % (self.host, what, exc)
-                )
+                ) from exc
             except urllib3.exceptions.HTTPError as exc:  # connection refused, reset, timeouts, DNS
                 failure = K8sError(
                     "cannot reach the Kubernetes API server %s for %s after %d attempt(s): %s. Check that the server "
@@ -340,7 +355,9 @@ class K8sClient:
                     try:
                         return json.loads(resp.data)
                     except ValueError as exc:
-                        raise K8sError("the API server returned invalid JSON for %s: %s" % (what, exc), resp.status)
+                        raise K8sError(
+                            "the API server returned invalid JSON for %s: %s" % (what, exc), resp.status
+                        ) from exc
                 failure = self._status_error(resp, what)
                 if resp.status not in RETRY_STATUSES:
                     raise failure

@@ -42,7 +42,8 @@ options:
         V(nvidia.com/gpu.product=Tesla-T4) or V(gpuops.io/pool in (canary\)).
       - When omitted, every node is listed and the GPU nodes are kept. A GPU node is one with any of the labels
         C(nvidia.com/gpu.present=true), C(feature.node.kubernetes.io/pci-10de.present=true),
-        C(feature.node.kubernetes.io/pci-0302_10de.present=true), C(feature.node.kubernetes.io/pci-0300_10de.present=true),
+        C(feature.node.kubernetes.io/pci-0302_10de.present=true),
+        C(feature.node.kubernetes.io/pci-0300_10de.present=true),
         or with C(nvidia.com/gpu) or C(nvidia.com/mig-*) capacity. Label selectors cannot express this OR, and
         the NFD labels also catch nodes the operator has not labelled yet or has marked C(nvidia.com/gpu.present=false)
         after a GPU fell off the bus.
@@ -187,10 +188,12 @@ api_requests:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._cluster_view import cluster_view
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (
     K8sError,
     client_from_params,
+    kubeconfig_secrets,
     require_kubernetes,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s_args import KUBECONFIG_ARG_SPEC
@@ -224,6 +227,7 @@ def gather(client, label_selector=None, operator_namespace="gpu-operator", page_
 def execute_module(module):
     if module.params["page_size"] < 1:
         module.fail_json(msg="page_size must be at least 1, got %d" % module.params["page_size"])
+    module.no_log_values.update(kubeconfig_secrets(module.params["kubeconfig"]))
     client = client_from_params(module.params)
     result = gather(
         client,

@@ -24,6 +24,8 @@ def _bootstrap_collection():
 _bootstrap_collection()
 
 import urllib3
+from kubernetes import client as k8s_client
+
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _k8s
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (
     K8sClient,
@@ -31,7 +33,6 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (
     RetryPolicy,
     load_configuration,
 )
-from kubernetes import client as k8s_client
 
 # ------------------------------------------------------------------------------------------------
 # Doubles
@@ -274,6 +275,12 @@ class TestList:
             )
         )
         assert client.version() == {"git_version": "v1.33.1", "major": "1", "minor": "33", "platform": "linux/amd64"}
+
+
+def test_inline_kubeconfig_secrets_are_collected_for_no_log():
+    config = {"users": [{"name": "a", "user": {"token": "t0k", "client-key-data": "a2V5"}}, {"name": "b"}]}
+    assert _k8s.kubeconfig_secrets(config) == {"t0k", "a2V5"}
+    assert _k8s.kubeconfig_secrets("/path/to/kubeconfig") == set()
 
 
 def test_missing_kubernetes_library_fails_the_module_with_the_standard_message(monkeypatch):

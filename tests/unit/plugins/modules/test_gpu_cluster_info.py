@@ -25,9 +25,10 @@ def _bootstrap_collection():
 _bootstrap_collection()
 
 from ansible.module_utils.testing import patch_module_args
+from kubernetes import client as k8s_client
+
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import K8sClient, RetryPolicy
 from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_cluster_info
-from kubernetes import client as k8s_client
 
 
 class Resp:
