@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark: gpu_cluster_info vs the raw LIST floor and vs a per-node loop, on the `scale-1000` test bed.
 
 * floor: what `kubectl get nodes,pods -A -o json` does - LIST nodes and LIST pods in all namespaces, pages of
@@ -148,7 +147,7 @@ def module_via_ansible(kubeconfig):
 
 def timed(fn, kubeconfig, repeat):
     times, last = [], None
-    for _ in range(repeat):
+    for _unused in range(repeat):
         t0 = time.perf_counter()
         last = fn(kubeconfig)
         times.append(time.perf_counter() - t0)
@@ -247,7 +246,7 @@ def main():
             "typed models (floor LISTs)": typed_models,
         }
         rows = {}
-        for _ in range(opts.repeat):
+        for _unused in range(opts.repeat):
             for name, fn in quick.items():
                 secs, out = timed(fn, sa, 1)
                 if name not in rows or secs < rows[name][0]:

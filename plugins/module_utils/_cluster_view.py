@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpuops.gpu_operator contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-# SPDX-License-Identifier: GPL-3.0-or-later
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 
 # This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
@@ -129,7 +129,7 @@ def gpu_labels(labels):
         # nvidia.com/mig-1g.10gb.count -> {"1g.10gb": {"count": 7, ...}}
         if key.startswith(MIG_RESOURCE_PREFIX) and "." in key[len(MIG_RESOURCE_PREFIX) :]:
             rest = key[len(MIG_RESOURCE_PREFIX) :]
-            profile, _, field = rest.rpartition(".")
+            profile, _unused, field = rest.rpartition(".")
             if field in ("count", "memory", "multiprocessors"):
                 mig_types.setdefault(profile, {})[field] = _int(value)
     return {

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Run nvidia_gpu_facts' collection on a machine with a real NVIDIA GPU and time it against `nvidia-smi -q -x`.
 
 Needs only Python 3, this checkout and nvidia-ml-py (`pip install nvidia-ml-py`); ansible is optional (when it
@@ -34,7 +33,7 @@ def bootstrap():
 
 def best(fn, repeat):
     times, result = [], None
-    for _ in range(repeat):
+    for _unused in range(repeat):
         t0 = time.perf_counter()
         result = fn()
         times.append(time.perf_counter() - t0)

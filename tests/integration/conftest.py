@@ -4,6 +4,7 @@ Set GPUOPS_TESTBED_STATE=<state dir> to reuse a test bed that is already up (`py
 it is then left running at the end. Otherwise the fixture starts one in a temporary state directory and
 stops it when the session ends. GPUOPS_TESTBED_PROFILE overrides the profile (default `ci`).
 """
+
 from __future__ import annotations
 
 import json
@@ -44,6 +45,7 @@ class Testbed:
     def api_client(self, least_privilege: bool = False):
         """A kubernetes.client.ApiClient for the admin (default) or the least-privilege identity."""
         from kubernetes import config
+
         return config.new_client_from_config(config_file=self.sa_kubeconfig if least_privilege else self.kubeconfig)
 
     def env(self, least_privilege: bool = True) -> dict:
@@ -92,17 +94,33 @@ class Testbed:
 
 def run_cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run `python -m tests.sim ARGS`; --state-dir may appear anywhere after the subcommand."""
-    return subprocess.run([sys.executable, "-m", "tests.sim", *args], cwd=REPO_ROOT, capture_output=True,
-                          text=True, env=env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "tests.sim", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def _from_state(state_dir: Path, owned: bool) -> Testbed:
     st = tb.State(state_dir).load()
     d = st.data
-    return Testbed(state_dir=st.dir, profile=d["profile"], kubeconfig=d["kubeconfig"],
-                   sa_kubeconfig=d["sa_kubeconfig"], audit_log=d["audit_log"], chart_repo_url=d["chart_repo_url"],
-                   helm=d["helm"], helm3=d["helm3"], apiserver_url=d["apiserver_url"], node_count=d["nodes"],
-                   owned=owned)
+    return Testbed(
+        state_dir=st.dir,
+        profile=d["profile"],
+        kubeconfig=d["kubeconfig"],
+        sa_kubeconfig=d["sa_kubeconfig"],
+        audit_log=d["audit_log"],
+        chart_repo_url=d["chart_repo_url"],
+        helm=d["helm"],
+        helm3=d["helm3"],
+        apiserver_url=d["apiserver_url"],
+        node_count=d["nodes"],
+        owned=owned,
+    )
 
 
 @pytest.fixture(scope="session")

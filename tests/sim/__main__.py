@@ -1,4 +1,5 @@
 """python -m tests.sim up|down|status|inventory: the gpuops test bed (see docs/testbed.md)."""
+
 from __future__ import annotations
 
 import argparse
@@ -10,9 +11,12 @@ from . import profiles, testbed
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.sim", description=__doc__)
-    parser.add_argument("--state-dir", type=Path, default=testbed.DEFAULT_STATE,
-                        help="where pidfiles, logs, PKI and kubeconfigs live (default: %(default)s; "
-                             "env GPUOPS_STATE)")
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=testbed.DEFAULT_STATE,
+        help="where pidfiles, logs, PKI and kubeconfigs live (default: %(default)s; env GPUOPS_STATE)",
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
     p_up = sub.add_parser("up", help="start the test bed (safe to repeat)")
     p_up.add_argument("--profile", default="ci", help="ci, demo, scale-1000 or a path to a profile .yml")

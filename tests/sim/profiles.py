@@ -3,6 +3,7 @@
 A profile is a YAML mapping; see docs/testbed.md for the schema. Unknown keys are rejected with the key's
 full path so that a typo never silently changes the cluster.
 """
+
 from __future__ import annotations
 
 import os
@@ -113,8 +114,22 @@ def _str_map(v, where: str) -> dict:
     return {str(k): "" if val is None else _str(val, f"{where}.{k}") for k, val in v.items()}
 
 
-POOL_KEYS = {"name", "count", "role", "gpu", "cpu", "memory", "pods", "os", "kernel", "host_tree",
-             "nvml_profile", "labels", "annotations", "taints"}
+POOL_KEYS = {
+    "name",
+    "count",
+    "role",
+    "gpu",
+    "cpu",
+    "memory",
+    "pods",
+    "os",
+    "kernel",
+    "host_tree",
+    "nvml_profile",
+    "labels",
+    "annotations",
+    "taints",
+}
 TOP_KEYS = {"name", "description", "operator", "kwok", "controller_manager", "pools", "create_parallelism"}
 
 
@@ -123,21 +138,27 @@ def parse(data, source: str = "") -> Profile:
     operator = data.get("operator", "none")
     if operator not in ("none", "simulated"):
         raise ProfileError(f"profile: 'operator' must be 'none' or 'simulated', got {operator!r}")
-    prof = Profile(name=_str(data["name"], "name"), description=str(data.get("description", "")),
-                   operator=operator, pools=[], source=source)
+    prof = Profile(
+        name=_str(data["name"], "name"),
+        description=str(data.get("description", "")),
+        operator=operator,
+        pools=[],
+        source=source,
+    )
     kw = data.get("kwok") or {}
     _check_keys(kw, {"node_lease_duration_seconds", "heartbeat_interval_seconds"}, "kwok")
     if "node_lease_duration_seconds" in kw:
-        prof.node_lease_duration_seconds = _int(kw["node_lease_duration_seconds"],
-                                                "kwok.node_lease_duration_seconds", 0)
+        prof.node_lease_duration_seconds = _int(
+            kw["node_lease_duration_seconds"], "kwok.node_lease_duration_seconds", 0
+        )
     if "heartbeat_interval_seconds" in kw:
-        prof.heartbeat_interval_seconds = _int(kw["heartbeat_interval_seconds"],
-                                               "kwok.heartbeat_interval_seconds", 1)
+        prof.heartbeat_interval_seconds = _int(kw["heartbeat_interval_seconds"], "kwok.heartbeat_interval_seconds", 1)
     cm = data.get("controller_manager") or {}
     _check_keys(cm, {"node_monitor_grace_period_seconds"}, "controller_manager")
     if "node_monitor_grace_period_seconds" in cm:
-        prof.node_monitor_grace_period_seconds = _int(cm["node_monitor_grace_period_seconds"],
-                                                      "controller_manager.node_monitor_grace_period_seconds", 10)
+        prof.node_monitor_grace_period_seconds = _int(
+            cm["node_monitor_grace_period_seconds"], "controller_manager.node_monitor_grace_period_seconds", 10
+        )
     if "create_parallelism" in data:
         prof.create_parallelism = _int(data["create_parallelism"], "create_parallelism", 1)
     pools = data["pools"]
@@ -161,11 +182,15 @@ def parse(data, source: str = "") -> Profile:
         pool.role = role
         if p.get("gpu") is not None:
             g = p["gpu"]
-            _check_keys(g, {"product", "count", "memory_mib", "mig_capable"}, f"{where}.gpu", required={"product", "count"})
-            pool.gpu = Gpu(product=_str(g["product"], f"{where}.gpu.product"),
-                           count=_int(g["count"], f"{where}.gpu.count", 0),
-                           memory_mib=_int(g.get("memory_mib", 0), f"{where}.gpu.memory_mib", 0),
-                           mig_capable=bool(g.get("mig_capable", False)))
+            _check_keys(
+                g, {"product", "count", "memory_mib", "mig_capable"}, f"{where}.gpu", required={"product", "count"}
+            )
+            pool.gpu = Gpu(
+                product=_str(g["product"], f"{where}.gpu.product"),
+                count=_int(g["count"], f"{where}.gpu.count", 0),
+                memory_mib=_int(g.get("memory_mib", 0), f"{where}.gpu.memory_mib", 0),
+                mig_capable=bool(g.get("mig_capable", False)),
+            )
         for key in ("cpu", "memory", "pods"):
             if key in p:
                 setattr(pool, key, _quantity(p[key], f"{where}.{key}"))
@@ -239,12 +264,14 @@ def node_manifest(pool: Pool, name: str, set_gpu_capacity: bool) -> dict:
     annotations = {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}
     if pool.gpu is not None:
         # What the simulated operator reads in place of the GPUs a real driver would find (docs/simulated-operator.md).
-        annotations.update({
-            "sim.gpuops.io/gpu-product": pool.gpu.product,
-            "sim.gpuops.io/gpu-count": str(pool.gpu.count),
-            "sim.gpuops.io/gpu-memory": str(pool.gpu.memory_mib),
-            "sim.gpuops.io/mig-capable": "true" if pool.gpu.mig_capable else "false",
-        })
+        annotations.update(
+            {
+                "sim.gpuops.io/gpu-product": pool.gpu.product,
+                "sim.gpuops.io/gpu-count": str(pool.gpu.count),
+                "sim.gpuops.io/gpu-memory": str(pool.gpu.memory_mib),
+                "sim.gpuops.io/mig-capable": "true" if pool.gpu.mig_capable else "false",
+            }
+        )
     annotations.update(pool.annotations)
     os_pretty = f"{pool.os_id} {pool.os_version_id}"
     return {
@@ -255,9 +282,17 @@ def node_manifest(pool: Pool, name: str, set_gpu_capacity: bool) -> dict:
         "status": {
             "capacity": capacity,
             "allocatable": dict(capacity),
-            "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kernelVersion": pool.kernel,
-                         "osImage": os_pretty, "containerRuntimeVersion": "containerd://1.7.27",
-                         "kubeletVersion": "v1.36.3", "kubeProxyVersion": "v1.36.3",
-                         "machineID": "", "bootID": "", "systemUUID": ""},
+            "nodeInfo": {
+                "architecture": "amd64",
+                "operatingSystem": "linux",
+                "kernelVersion": pool.kernel,
+                "osImage": os_pretty,
+                "containerRuntimeVersion": "containerd://1.7.27",
+                "kubeletVersion": "v1.36.3",
+                "kubeProxyVersion": "v1.36.3",
+                "machineID": "",
+                "bootID": "",
+                "systemUUID": "",
+            },
         },
     }

@@ -4,6 +4,7 @@ Entry points: up(), down(), status(), inventory(); `python -m tests.sim` wraps t
 started here, recorded in <state>/pids/<name>.pid and in <state>/state.json; `down` stops exactly those PIDs
 (after checking /proc/<pid>/cmdline) and removes the state directory.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -31,8 +32,9 @@ SIM_DIR = Path(__file__).resolve().parent
 STAGES_DIR = SIM_DIR / "kwok_stages"
 TESTCHART_DIR = SIM_DIR / "testchart"
 RBAC_FILE = REPO_ROOT / "docs" / "rbac.yml"
-CACHE = Path(os.environ.get("GPUOPS_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-             / "gpuops").expanduser()
+CACHE = Path(
+    os.environ.get("GPUOPS_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpuops"
+).expanduser()
 BIN_DIR = Path(os.environ.get("GPUOPS_BIN") or CACHE / "bin").expanduser()
 DEFAULT_STATE = Path(os.environ.get("GPUOPS_STATE") or CACHE / "testbed").expanduser()
 
@@ -41,8 +43,15 @@ SA_NAME = "gpuops-automation"
 SA_TOKEN_SECONDS = 5 * 365 * 24 * 3600
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "helm", "helm3")
 # Start order; down stops in reverse.
-COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "chart-repo",
-              "gpu-operator-sim")
+COMPONENTS = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+    "chart-repo",
+    "gpu-operator-sim",
+)
 
 
 class TestbedError(RuntimeError):
@@ -50,6 +59,7 @@ class TestbedError(RuntimeError):
 
 
 # --------------------------------------------------------------------------------------------- helpers
+
 
 def log(msg: str) -> None:
     print(f"[testbed {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
@@ -65,7 +75,7 @@ def binary(name: str) -> str:
 def free_ports(n: int) -> list[int]:
     socks = []
     try:
-        for _ in range(n):
+        for _unused in range(n):
             s = socket.socket()
             s.bind(("127.0.0.1", 0))
             socks.append(s)
@@ -114,7 +124,9 @@ def owned(pid: int, marker: str) -> bool:
 
 def _kubeconfig(path: Path, server: str, ca: str, user: dict, name: str) -> None:
     cfg = {
-        "apiVersion": "v1", "kind": "Config", "preferences": {},
+        "apiVersion": "v1",
+        "kind": "Config",
+        "preferences": {},
         "clusters": [{"name": "gpuops-testbed", "cluster": {"server": server, "certificate-authority": ca}}],
         "users": [{"name": name, "user": user}],
         "contexts": [{"name": name, "context": {"cluster": "gpuops-testbed", "user": name}}],
@@ -141,6 +153,7 @@ def _http_ok(url: str) -> bool:
 
 
 # --------------------------------------------------------------------------------------------- state
+
 
 class State:
     def __init__(self, state_dir: Path):
@@ -170,12 +183,19 @@ class State:
 
 # --------------------------------------------------------------------------------------------- processes
 
+
 def _spawn(state: State, name: str, argv: list[str], marker: str, env: dict | None = None) -> int:
     logf = state.dir / "logs" / f"{name}.log"
     with open(logf, "ab") as out:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                cwd=str(REPO_ROOT), start_new_session=True,
-                                env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=str(REPO_ROOT),
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
+        )
     (state.dir / "pids" / f"{name}.pid").write_text(f"{proc.pid}\n")
     state.components[name] = {"pid": proc.pid, "marker": marker, "log": str(logf), "argv": argv}
     state.save()
@@ -239,13 +259,19 @@ rules:
 
 
 def _kwok_config(state: State, prof: profiles.Profile) -> Path:
-    docs = [{
-        "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
-        "kind": "KwokConfiguration",
-        "options": {"nodeLeaseDurationSeconds": prof.node_lease_duration_seconds,
-                    "nodePlayStageParallelism": 8, "podPlayStageParallelism": 8,
-                    "nodeLeaseParallelism": 8, "enableDebuggingHandlers": True},
-    }]
+    docs = [
+        {
+            "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+            "kind": "KwokConfiguration",
+            "options": {
+                "nodeLeaseDurationSeconds": prof.node_lease_duration_seconds,
+                "nodePlayStageParallelism": 8,
+                "podPlayStageParallelism": 8,
+                "nodeLeaseParallelism": 8,
+                "enableDebuggingHandlers": True,
+            },
+        }
+    ]
     for f in sorted(STAGES_DIR.glob("*.yaml")):
         for d in yaml.safe_load_all(f.read_text()):
             if not d:
@@ -259,13 +285,17 @@ def _kwok_config(state: State, prof: profiles.Profile) -> Path:
     default_log = logs_dir / "default.log"
     # kwok replays logs in the CRI log format: "<RFC3339Nano> <stream> <F|P> <text>".
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000000000Z", time.gmtime())
-    default_log.write_text(f"{stamp} stdout F gpuops test bed: this container ran under kwok; "
-                           "no process produced output.\n")
-    docs.append({
-        "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",
-        "metadata": {"name": "gpuops-default-logs"},
-        "spec": {"logs": [{"logsFile": str(default_log), "previousLogsFile": str(default_log), "follow": False}]},
-    })
+    default_log.write_text(
+        f"{stamp} stdout F gpuops test bed: this container ran under kwok; no process produced output.\n"
+    )
+    docs.append(
+        {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "ClusterLogs",
+            "metadata": {"name": "gpuops-default-logs"},
+            "spec": {"logs": [{"logsFile": str(default_log), "previousLogsFile": str(default_log), "follow": False}]},
+        }
+    )
     path = state.dir / "kwok.yaml"
     path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
     return path
@@ -273,8 +303,10 @@ def _kwok_config(state: State, prof: profiles.Profile) -> Path:
 
 # --------------------------------------------------------------------------------------------- API objects
 
+
 def _api(kubeconfig: str):
     from kubernetes import client, config
+
     cfg = client.Configuration()
     config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
     cfg.connection_pool_maxsize = 32
@@ -285,6 +317,7 @@ def _api(kubeconfig: str):
 def _create_nodes(api, prof: profiles.Profile, set_gpu_capacity: bool) -> int:
     from kubernetes import client
     from kubernetes.client.rest import ApiException
+
     core = client.CoreV1Api(api)
     work = [(pool, name) for pool in prof.pools for name in pool.node_names()]
 
@@ -310,6 +343,7 @@ def _create_nodes(api, prof: profiles.Profile, set_gpu_capacity: bool) -> int:
 
 def _nodes_ready(api, want: int) -> int:
     from kubernetes import client
+
     ready = 0
     cont = None
     while True:
@@ -333,6 +367,7 @@ def _least_privilege(api, state: State) -> str:
     """ServiceAccount gpuops-system/gpuops-automation bound to docs/rbac.yml's ClusterRole; returns a token."""
     from kubernetes import client, utils
     from kubernetes.client.rest import ApiException
+
     core = client.CoreV1Api(api)
     rbac = client.RbacAuthorizationV1Api(api)
     with contextlib.suppress(ApiException):
@@ -354,18 +389,22 @@ def _least_privilege(api, state: State) -> str:
     if not roles:
         raise TestbedError(f"{RBAC_FILE} defines no ClusterRole")
     for role in roles:
-        binding = {"metadata": {"name": f"{role}-binding"},
-                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-                   "subjects": [{"kind": "ServiceAccount", "name": SA_NAME, "namespace": SA_NAMESPACE}]}
+        binding = {
+            "metadata": {"name": f"{role}-binding"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": SA_NAME, "namespace": SA_NAMESPACE}],
+        }
         with contextlib.suppress(ApiException):
             rbac.create_cluster_role_binding(binding)
     state.data["cluster_roles"] = roles
     tr = core.create_namespaced_service_account_token(
-        SA_NAME, SA_NAMESPACE, {"spec": {"audiences": [], "expirationSeconds": SA_TOKEN_SECONDS}})
+        SA_NAME, SA_NAMESPACE, {"spec": {"audiences": [], "expirationSeconds": SA_TOKEN_SECONDS}}
+    )
     return tr.status.token
 
 
 # --------------------------------------------------------------------------------------------- chart repo
+
 
 def _build_chart_repo(state: State) -> Path:
     repo = state.dir / "chart-repo"
@@ -373,11 +412,16 @@ def _build_chart_repo(state: State) -> Path:
     helm = binary("helm")
     if importlib.util.find_spec("tests.sim.chart") is not None:
         from . import chart  # written by the chart helper: packages the stand-in gpu-operator charts
+
         if hasattr(chart, "build_repo"):
             chart.build_repo(str(repo))
     if TESTCHART_DIR.is_dir():
-        subprocess.run([helm, "package", str(TESTCHART_DIR), "-d", str(repo)], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        subprocess.run(
+            [helm, "package", str(TESTCHART_DIR), "-d", str(repo)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
     index = repo / "index.yaml"
     argv = [helm, "repo", "index", str(repo)]
     if index.exists():
@@ -388,15 +432,19 @@ def _build_chart_repo(state: State) -> Path:
 
 # --------------------------------------------------------------------------------------------- up
 
+
 def _running_summary(state: State) -> str:
     d = state.data
-    return (f"test bed '{d['profile']}' is running in {state.dir}: {d['apiserver_url']}; "
-            f"admin kubeconfig {d['kubeconfig']}; least-privilege kubeconfig {d['sa_kubeconfig']}; "
-            f"chart repo {d['chart_repo_url']}")
+    return (
+        f"test bed '{d['profile']}' is running in {state.dir}: {d['apiserver_url']}; "
+        f"admin kubeconfig {d['kubeconfig']}; least-privilege kubeconfig {d['sa_kubeconfig']}; "
+        f"chart repo {d['chart_repo_url']}"
+    )
 
 
-def up(profile: str = "ci", state_dir: Path | str = DEFAULT_STATE, port: int | None = None,
-       timeout: float = 180.0) -> State:
+def up(
+    profile: str = "ci", state_dir: Path | str = DEFAULT_STATE, port: int | None = None, timeout: float = 180.0
+) -> State:
     prof = profiles.load(profile)
     state = State(Path(state_dir))
     if state.exists():
@@ -405,35 +453,50 @@ def up(profile: str = "ci", state_dir: Path | str = DEFAULT_STATE, port: int | N
         dead = [(n, c) for n, c, ok in checks if not ok]
         if not dead and state.data.get("ready"):
             if state.data.get("profile") != prof.name:
-                raise TestbedError(f"a test bed with profile '{state.data.get('profile')}' is already running "
-                                   f"in {state.dir}; run `python -m tests.sim down` first")
+                raise TestbedError(
+                    f"a test bed with profile '{state.data.get('profile')}' is already running "
+                    f"in {state.dir}; run `python -m tests.sim down` first"
+                )
             log("already up; nothing to do")
             print(_running_summary(state))
             return state
         if not dead and checks:
-            raise TestbedError(f"test bed in {state.dir} is still starting (another `up` is running) or its `up` "
-                               "was killed; wait for it, or run `python -m tests.sim down` first")
-        if dead and any(ok for _, _, ok in checks):
+            raise TestbedError(
+                f"test bed in {state.dir} is still starting (another `up` is running) or its `up` "
+                "was killed; wait for it, or run `python -m tests.sim down` first"
+            )
+        if dead and any(ok for _unused, _unused, ok in checks):
             n, c = dead[0]
-            raise TestbedError(f"test bed in {state.dir} is partly running ({n} is not running, log {c['log']}); "
-                               "run `python -m tests.sim down` first")
+            raise TestbedError(
+                f"test bed in {state.dir} is partly running ({n} is not running, log {c['log']}); "
+                "run `python -m tests.sim down` first"
+            )
         _stop_all(state)  # stale state from a crashed run: nothing of ours is alive, clean it
     if port is not None and port_in_use(port):
-        raise TestbedError(f"port {port} on 127.0.0.1 is already in use; pass another --port, "
-                           "or omit --port to pick a free one")
+        raise TestbedError(
+            f"port {port} on 127.0.0.1 is already in use; pass another --port, or omit --port to pick a free one"
+        )
     bins = {b: binary(b) for b in BINARIES}
     if state.dir.exists():
         shutil.rmtree(state.dir)
     for sub in ("logs", "pids", "pki", "etcd"):
         (state.dir / sub).mkdir(parents=True, exist_ok=True)
-    state.data = {"profile": prof.name, "profile_source": prof.source, "state_dir": str(state.dir),
-                  "started": time.time(), "ready": False, "bin_dir": str(BIN_DIR),
-                  "helm": bins["helm"], "helm3": bins["helm3"]}
+    state.data = {
+        "profile": prof.name,
+        "profile_source": prof.source,
+        "state_dir": str(state.dir),
+        "started": time.time(),
+        "ready": False,
+        "bin_dir": str(BIN_DIR),
+        "helm": bins["helm"],
+        "helm3": bins["helm3"],
+    }
     state.save()
     t0 = time.monotonic()
 
     def _terminated(signum, frame):
         raise KeyboardInterrupt
+
     try:
         previous = signal.signal(signal.SIGTERM, _terminated)
     except ValueError:  # not the main thread: leave signal handling alone
@@ -450,8 +513,10 @@ def up(profile: str = "ci", state_dir: Path | str = DEFAULT_STATE, port: int | N
             raise TestbedError("interrupted; everything that was started has been stopped") from None
         if isinstance(exc, TestbedError):
             raise
-        raise TestbedError(f"up failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} "
-                           f"(logs in {state.dir / 'logs'})") from exc
+        raise TestbedError(
+            f"up failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} "
+            f"(logs in {state.dir / 'logs'})"
+        ) from exc
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
@@ -474,43 +539,90 @@ def _up(state: State, prof: profiles.Profile, bins: dict, port: int | None, time
     _kubeconfig(kubeconfig, server, ca, {"client-certificate": crt, "client-key": key}, "gpuops-admin")
     audit_log = d / "audit.log"
     (d / "audit-policy.yaml").write_text(AUDIT_POLICY)
-    state.data.update({"apiserver_url": server, "kubeconfig": str(kubeconfig), "audit_log": str(audit_log),
-                       "sa_kubeconfig": str(d / "sa-kubeconfig"), "ports": {
-                           "kube-apiserver": api_port, "etcd": etcd_port, "etcd-peer": etcd_peer,
-                           "kube-controller-manager": kcm_port, "kube-scheduler": sched_port, "kwok": kwok_port,
-                           "chart-repo": repo_port}})
+    state.data.update(
+        {
+            "apiserver_url": server,
+            "kubeconfig": str(kubeconfig),
+            "audit_log": str(audit_log),
+            "sa_kubeconfig": str(d / "sa-kubeconfig"),
+            "ports": {
+                "kube-apiserver": api_port,
+                "etcd": etcd_port,
+                "etcd-peer": etcd_peer,
+                "kube-controller-manager": kcm_port,
+                "kube-scheduler": sched_port,
+                "kwok": kwok_port,
+                "chart-repo": repo_port,
+            },
+        }
+    )
     state.save()
 
     log(f"etcd on 127.0.0.1:{etcd_port}")
-    _spawn(state, "etcd", [bins["etcd"], "--name=node0", f"--data-dir={d / 'etcd'}",
-                           f"--listen-client-urls=http://127.0.0.1:{etcd_port}",
-                           f"--advertise-client-urls=http://127.0.0.1:{etcd_port}",
-                           f"--listen-peer-urls=http://127.0.0.1:{etcd_peer}",
-                           f"--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}",
-                           f"--initial-cluster=node0=http://127.0.0.1:{etcd_peer}",
-                           "--auto-compaction-retention=1", "--quota-backend-bytes=4294967296",
-                           "--unsafe-no-fsync", "--log-level=warn"], marker=bins["etcd"])
+    _spawn(
+        state,
+        "etcd",
+        [
+            bins["etcd"],
+            "--name=node0",
+            f"--data-dir={d / 'etcd'}",
+            f"--listen-client-urls=http://127.0.0.1:{etcd_port}",
+            f"--advertise-client-urls=http://127.0.0.1:{etcd_port}",
+            f"--listen-peer-urls=http://127.0.0.1:{etcd_peer}",
+            f"--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}",
+            f"--initial-cluster=node0=http://127.0.0.1:{etcd_peer}",
+            "--auto-compaction-retention=1",
+            "--quota-backend-bytes=4294967296",
+            "--unsafe-no-fsync",
+            "--log-level=warn",
+        ],
+        marker=bins["etcd"],
+    )
     _wait("etcd /health", state, "etcd", lambda: _http_ok(f"http://127.0.0.1:{etcd_port}/health"), 30)
 
     log(f"kube-apiserver on {server}")
-    _spawn(state, "kube-apiserver", [
-        bins["kube-apiserver"], f"--etcd-servers=http://127.0.0.1:{etcd_port}", "--etcd-prefix=/registry",
-        "--bind-address=127.0.0.1", f"--secure-port={api_port}", f"--tls-cert-file={crt}",
-        f"--tls-private-key-file={key}", f"--client-ca-file={ca}", "--authorization-mode=Node,RBAC",
-        "--allow-privileged=true", "--endpoint-reconciler-type=none",
-        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-        f"--service-account-key-file={key}", f"--service-account-signing-key-file={key}",
-        f"--proxy-client-cert-file={crt}", f"--proxy-client-key-file={key}",
-        f"--requestheader-client-ca-file={ca}", f"--requestheader-allowed-names={pki.ADMIN_CN}",
-        "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
-        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
-        f"--kubelet-client-certificate={crt}", f"--kubelet-client-key={key}",
-        "--kubelet-preferred-address-types=InternalIP",
-        "--max-requests-inflight=0", "--max-mutating-requests-inflight=0", "--enable-priority-and-fairness=false",
-        f"--audit-policy-file={d / 'audit-policy.yaml'}", f"--audit-log-path={audit_log}",
-        "--audit-log-maxsize=500", "--audit-log-maxbackup=1", "--audit-log-mode=blocking",
-        "--profiling=false", "--event-ttl=2h", f"--cert-dir={d / 'pki'}",
-    ], marker=bins["kube-apiserver"])
+    _spawn(
+        state,
+        "kube-apiserver",
+        [
+            bins["kube-apiserver"],
+            f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+            "--etcd-prefix=/registry",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={api_port}",
+            f"--tls-cert-file={crt}",
+            f"--tls-private-key-file={key}",
+            f"--client-ca-file={ca}",
+            "--authorization-mode=Node,RBAC",
+            "--allow-privileged=true",
+            "--endpoint-reconciler-type=none",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={key}",
+            f"--service-account-signing-key-file={key}",
+            f"--proxy-client-cert-file={crt}",
+            f"--proxy-client-key-file={key}",
+            f"--requestheader-client-ca-file={ca}",
+            f"--requestheader-allowed-names={pki.ADMIN_CN}",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--kubelet-client-certificate={crt}",
+            f"--kubelet-client-key={key}",
+            "--kubelet-preferred-address-types=InternalIP",
+            "--max-requests-inflight=0",
+            "--max-mutating-requests-inflight=0",
+            "--enable-priority-and-fairness=false",
+            f"--audit-policy-file={d / 'audit-policy.yaml'}",
+            f"--audit-log-path={audit_log}",
+            "--audit-log-maxsize=500",
+            "--audit-log-maxbackup=1",
+            "--audit-log-mode=blocking",
+            "--profiling=false",
+            "--event-ttl=2h",
+            f"--cert-dir={d / 'pki'}",
+        ],
+        marker=bins["kube-apiserver"],
+    )
     ctx = ssl.create_default_context(cafile=ca)
     ctx.load_cert_chain(crt, key)
     _wait("kube-apiserver /readyz", state, "kube-apiserver", lambda: _https_ok(f"{server}/readyz", ctx), 150)
@@ -521,41 +633,93 @@ def _up(state: State, prof: profiles.Profile, bins: dict, port: int | None, time
     always = "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"
     grace = prof.node_monitor_grace_period_seconds
     log("kube-controller-manager and kube-scheduler")
-    _spawn(state, "kube-controller-manager", [
-        bins["kube-controller-manager"], f"--kubeconfig={kubeconfig}", "--bind-address=127.0.0.1",
-        f"--secure-port={kcm_port}", always, f"--root-ca-file={ca}", f"--service-account-private-key-file={key}",
-        f"--cluster-signing-cert-file={ca}", f"--cluster-signing-key-file={d / 'pki' / 'ca.key'}",
-        "--leader-elect=false", "--kube-api-qps=500", "--kube-api-burst=1000", "--node-monitor-period=5s",
-        f"--node-monitor-grace-period={grace}s", f"--cert-dir={d / 'pki'}",
-    ], marker=bins["kube-controller-manager"])
-    _spawn(state, "kube-scheduler", [
-        bins["kube-scheduler"], f"--kubeconfig={kubeconfig}", "--bind-address=127.0.0.1",
-        f"--secure-port={sched_port}", always, "--leader-elect=false", f"--cert-dir={d / 'pki'}",
-    ], marker=bins["kube-scheduler"])
-    _wait("kube-controller-manager /healthz", state, "kube-controller-manager",
-          lambda: _https_ok(f"https://127.0.0.1:{kcm_port}/healthz", insecure), 120)
-    _wait("kube-scheduler /healthz", state, "kube-scheduler",
-          lambda: _https_ok(f"https://127.0.0.1:{sched_port}/healthz", insecure), 120)
+    _spawn(
+        state,
+        "kube-controller-manager",
+        [
+            bins["kube-controller-manager"],
+            f"--kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={kcm_port}",
+            always,
+            f"--root-ca-file={ca}",
+            f"--service-account-private-key-file={key}",
+            f"--cluster-signing-cert-file={ca}",
+            f"--cluster-signing-key-file={d / 'pki' / 'ca.key'}",
+            "--leader-elect=false",
+            "--kube-api-qps=500",
+            "--kube-api-burst=1000",
+            "--node-monitor-period=5s",
+            f"--node-monitor-grace-period={grace}s",
+            f"--cert-dir={d / 'pki'}",
+        ],
+        marker=bins["kube-controller-manager"],
+    )
+    _spawn(
+        state,
+        "kube-scheduler",
+        [
+            bins["kube-scheduler"],
+            f"--kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={sched_port}",
+            always,
+            "--leader-elect=false",
+            f"--cert-dir={d / 'pki'}",
+        ],
+        marker=bins["kube-scheduler"],
+    )
+    _wait(
+        "kube-controller-manager /healthz",
+        state,
+        "kube-controller-manager",
+        lambda: _https_ok(f"https://127.0.0.1:{kcm_port}/healthz", insecure),
+        120,
+    )
+    _wait(
+        "kube-scheduler /healthz",
+        state,
+        "kube-scheduler",
+        lambda: _https_ok(f"https://127.0.0.1:{sched_port}/healthz", insecure),
+        120,
+    )
 
     log(f"kwok (kubelet API on 127.0.0.1:{kwok_port})")
     kwok_cfg = _kwok_config(state, prof)
-    _spawn(state, "kwok", [
-        bins["kwok"], f"--kubeconfig={kubeconfig}", f"--config={kwok_cfg}", f"--tls-cert-file={crt}",
-        f"--tls-private-key-file={key}", "--node-ip=127.0.0.1", "--node-name=localhost",
-        f"--node-port={kwok_port}", f"--server-address=127.0.0.1:{kwok_port}",
-        f"--node-lease-duration-seconds={prof.node_lease_duration_seconds}", "--manage-all-nodes=true",
-    ], marker=bins["kwok"])
+    _spawn(
+        state,
+        "kwok",
+        [
+            bins["kwok"],
+            f"--kubeconfig={kubeconfig}",
+            f"--config={kwok_cfg}",
+            f"--tls-cert-file={crt}",
+            f"--tls-private-key-file={key}",
+            "--node-ip=127.0.0.1",
+            "--node-name=localhost",
+            f"--node-port={kwok_port}",
+            f"--server-address=127.0.0.1:{kwok_port}",
+            f"--node-lease-duration-seconds={prof.node_lease_duration_seconds}",
+            "--manage-all-nodes=true",
+        ],
+        marker=bins["kwok"],
+    )
 
     log("chart repository")
     repo = _build_chart_repo(state)
-    _spawn(state, "chart-repo", [sys.executable, "-m", "http.server", "--bind", "127.0.0.1",
-                                 "--directory", str(repo), str(repo_port)], marker=str(repo))
+    _spawn(
+        state,
+        "chart-repo",
+        [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "--directory", str(repo), str(repo_port)],
+        marker=str(repo),
+    )
     state.data["chart_repo_url"] = f"http://127.0.0.1:{repo_port}"
     state.data["chart_repo_dir"] = str(repo)
     state.save()
 
     api = _api(str(kubeconfig))
     from kubernetes import client
+
     core = client.CoreV1Api(api)
 
     def default_sa():
@@ -564,8 +728,14 @@ def _up(state: State, prof: profiles.Profile, bins: dict, port: int | None, time
             return True
         except Exception:
             return False
-    _wait("serviceaccount default/default (created by kube-controller-manager)", state,
-          "kube-controller-manager", default_sa, 60)
+
+    _wait(
+        "serviceaccount default/default (created by kube-controller-manager)",
+        state,
+        "kube-controller-manager",
+        default_sa,
+        60,
+    )
 
     log("least-privilege identity")
     token = _least_privilege(api, state)
@@ -581,17 +751,31 @@ def _up(state: State, prof: profiles.Profile, bins: dict, port: int | None, time
     log(f"created {n} nodes in {time.monotonic() - t:.1f}s; waiting for Ready")
     state.data["nodes"] = n
     _wait(f"{n} nodes Ready", state, "kwok", lambda: _nodes_ready(api, n) >= n, timeout + n * 0.2, interval=1)
-    _wait("the 'kube-root-ca.crt' ConfigMap", state, "kube-controller-manager",
-          lambda: _configmap(core, "default", "kube-root-ca.crt"), 30)
+    _wait(
+        "the 'kube-root-ca.crt' ConfigMap",
+        state,
+        "kube-controller-manager",
+        lambda: _configmap(core, "default", "kube-root-ca.crt"),
+        30,
+    )
     if simulated and have_operator:
         log("simulated GPU operator")
-        _spawn(state, "gpu-operator-sim", [sys.executable, "-m", "tests.sim.operator", "--kubeconfig",
-                                           str(kubeconfig), "--state-dir", str(d)], marker="tests.sim.operator")
+        _spawn(
+            state,
+            "gpu-operator-sim",
+            [sys.executable, "-m", "tests.sim.operator", "--kubeconfig", str(kubeconfig), "--state-dir", str(d)],
+            marker="tests.sim.operator",
+        )
         time.sleep(1)
         if not pid_alive(state.components["gpu-operator-sim"]["pid"]):
             raise TestbedError(f"gpu-operator-sim exited at start; see {state.components['gpu-operator-sim']['log']}")
-    _wait("chart repository index.yaml", state, "chart-repo",
-          lambda: _http_ok(f"http://127.0.0.1:{repo_port}/index.yaml"), 15)
+    _wait(
+        "chart repository index.yaml",
+        state,
+        "chart-repo",
+        lambda: _http_ok(f"http://127.0.0.1:{repo_port}/index.yaml"),
+        15,
+    )
     api.close()
 
 
@@ -604,6 +788,7 @@ def _configmap(core, ns, name) -> bool:
 
 
 # --------------------------------------------------------------------------------------------- down/status
+
 
 def down(state_dir: Path | str = DEFAULT_STATE) -> None:
     state = State(Path(state_dir))
@@ -654,26 +839,35 @@ def inventory(state_dir: Path | str = DEFAULT_STATE, profile: str | None = None)
     hosts = {}
     for pool in prof.gpu_pools():
         for name in pool.node_names():
-            h = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-                 "k8s_node_name": name, "gpu_pool": pool.name}
+            h = {
+                "ansible_connection": "local",
+                "ansible_python_interpreter": sys.executable,
+                "k8s_node_name": name,
+                "gpu_pool": pool.name,
+            }
             if pool.host_tree:
                 h["gpu_host_root"] = str(SIM_DIR / "hosts" / pool.host_tree)
             if pool.nvml_profile:
                 h["gpu_nvml_fixture"] = str(SIM_DIR / "nvml" / "profiles" / f"{pool.nvml_profile}.yml")
             hosts[name] = h
-    inv = {"all": {
-        "vars": {
-            "gpuops_kubeconfig": state.data.get("sa_kubeconfig", str(sdir / "sa-kubeconfig")),
-            "gpuops_admin_kubeconfig": state.data.get("kubeconfig", str(sdir / "kubeconfig")),
-            "gpuops_audit_log": state.data.get("audit_log", str(sdir / "audit.log")),
-            "gpuops_testbed_profile": prof.name,
-        },
-        "children": {
-            "gpu_hosts": {"hosts": hosts},
-            "k8s_cluster": {"hosts": {"localhost": {"ansible_connection": "local",
-                                                    "ansible_python_interpreter": sys.executable}}},
-        },
-    }}
+    inv = {
+        "all": {
+            "vars": {
+                "gpuops_kubeconfig": state.data.get("sa_kubeconfig", str(sdir / "sa-kubeconfig")),
+                "gpuops_admin_kubeconfig": state.data.get("kubeconfig", str(sdir / "kubeconfig")),
+                "gpuops_audit_log": state.data.get("audit_log", str(sdir / "audit.log")),
+                "gpuops_testbed_profile": prof.name,
+            },
+            "children": {
+                "gpu_hosts": {"hosts": hosts},
+                "k8s_cluster": {
+                    "hosts": {
+                        "localhost": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+                    }
+                },
+            },
+        }
+    }
     if "chart_repo_url" in state.data:
         inv["all"]["vars"]["gpuops_chart_repo_url"] = state.data["chart_repo_url"]
     return yaml.safe_dump(inv, sort_keys=False)

@@ -90,14 +90,14 @@ def _gpu_pools(testbed):
 
 
 def test_every_gpu_node_is_reported_and_no_other_node(testbed, default_run):
-    result, _ = default_run
+    result, _unused = default_run
     assert not result.get("failed"), result.get("msg")
     expected = {name for pool in _gpu_pools(testbed) for name in pool.node_names()}
     assert set(result["nodes"]) == expected
 
 
 def test_capacity_allocatable_and_gpu_labels_match_the_profile(testbed, default_run):
-    result, _ = default_run
+    result, _unused = default_run
     for pool in _gpu_pools(testbed):
         for name in pool.node_names():
             node = result["nodes"][name]
@@ -128,7 +128,7 @@ def test_reads_only_and_in_a_bounded_number_of_requests(testbed, default_run):
 def test_kubernetes_version_and_crd_presence_are_reported(testbed, default_run):
     from kubernetes import client
 
-    result, _ = default_run
+    result, _unused = default_run
     version = client.VersionApi(testbed.api_client()).get_code()
     assert result["kubernetes_version"]["git_version"] == version.git_version
     crds = {
@@ -194,7 +194,7 @@ def test_operand_pods_are_reported_on_their_node_by_component(run_info, operand_
 
 
 def test_check_mode_returns_the_same_view(run_info, default_run):
-    result, _ = default_run
+    result, _unused = default_run
     checked = run_info(check=True)
     assert checked["changed"] is False
     assert set(checked["nodes"]) == set(result["nodes"])

@@ -102,6 +102,7 @@ def results(tmp_path_factory):
         env=env,
         capture_output=True,
         text=True,
+        check=False,
         timeout=300,
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]

@@ -1,4 +1,5 @@
 """The CLI's contract: status, idempotent up, one-line errors, down stops only its own processes."""
+
 import os
 import socket
 from pathlib import Path
@@ -107,11 +108,13 @@ def test_status_names_crashed_component(testbed, tmp_path):
     """A crashed component is reported with its log file (faked by pointing a state entry at a dead PID)."""
     import json
     import shutil
+
     st = tmp_path / "st"
     st.mkdir()
     data = json.loads((Path(testbed.state_dir) / "state.json").read_text())
-    data["components"] = {"kube-scheduler": {"pid": 2 ** 22 + 1, "marker": "kube-scheduler",
-                                             "log": "/tmp/kube-scheduler.log", "argv": []}}
+    data["components"] = {
+        "kube-scheduler": {"pid": 2**22 + 1, "marker": "kube-scheduler", "log": "/tmp/kube-scheduler.log", "argv": []}
+    }
     (st / "state.json").write_text(json.dumps(data))
     proc = run_cli("status", "--state-dir", str(st))
     assert proc.returncode == 1

@@ -1,9 +1,11 @@
 """The profile's nodes exist, are Ready and carry the capacity, NFD labels and taints the profile names."""
+
 from tests.sim import profiles
 
 
 def _nodes(testbed):
     from kubernetes import client
+
     return {n.metadata.name: n for n in client.CoreV1Api(testbed.api_client()).list_node().items}
 
 
@@ -53,6 +55,7 @@ def test_control_plane_node_is_tainted(testbed):
 
 def test_version_is_real(testbed):
     from kubernetes import client
+
     v = client.VersionApi(testbed.api_client()).get_code()
     assert v.git_version.startswith("v1.") and v.git_version != "v0.0.0", v.git_version
 
@@ -63,18 +66,34 @@ def test_node_not_ready_label_keeps_node_not_ready(testbed):
     import time
 
     from kubernetes import client
+
     core = client.CoreV1Api(testbed.api_client())
     prof = profiles.load(testbed.profile)
     name = next(p for p in prof.pools if p.role == "worker" and p.gpu is None).node_names()[0]
 
     def ready():
         return next(c.status for c in core.read_node(name).status.conditions if c.type == "Ready")
+
     core.patch_node(name, {"metadata": {"labels": {"sim.gpuops.io/node-not-ready": "true"}}})
     try:
         t = datetime.datetime.now(datetime.timezone.utc).isoformat()
-        core.patch_node_status(name, {"status": {"conditions": [{
-            "type": "Ready", "status": "False", "reason": "KubeletNotReady", "message": "test",
-            "lastHeartbeatTime": t, "lastTransitionTime": t}]}})
+        core.patch_node_status(
+            name,
+            {
+                "status": {
+                    "conditions": [
+                        {
+                            "type": "Ready",
+                            "status": "False",
+                            "reason": "KubeletNotReady",
+                            "message": "test",
+                            "lastHeartbeatTime": t,
+                            "lastTransitionTime": t,
+                        }
+                    ]
+                }
+            },
+        )
         time.sleep(3)
         assert ready() == "False"
     finally:

@@ -1,4 +1,5 @@
 """Profile validation (no cluster needed): every mistake is one message naming the offending key."""
+
 import pytest
 
 from tests.sim import profiles
@@ -10,20 +11,23 @@ def _with(**pool):
     return {"name": "x", "pools": [{"name": "g", "count": 1, **pool}]}
 
 
-@pytest.mark.parametrize("data, fragment", [
-    ({**BASE, "colour": "red"}, "unknown key 'colour'"),
-    (_with(gpu={"product": "T4", "count": 1, "mem": 1}), "unknown key 'pools[g].gpu.mem'"),
-    (_with(os={"id": "ubuntu", "version": "22.04"}), "unknown key 'pools[g].os.version'"),
-    (_with(taints=[{"key": "a", "effect": "Sometimes"}]), "pools[g].taints[0].effect"),
-    (_with(cpu="lots"), "not a Kubernetes quantity"),
-    (_with(role="boss"), "pools[g].role"),
-    ({"name": "x", "pools": []}, "non-empty list"),
-    ({"pools": BASE["pools"]}, "missing required key 'name'"),
-    ({**BASE, "operator": "real"}, "'operator'"),
-    ({**BASE, "kwok": {"lease": 1}}, "unknown key 'kwok.lease'"),
-    ({"name": "x", "pools": [{"name": "g", "count": -1}]}, "pools[g].count"),
-    ({"name": "x", "pools": [{"name": "g", "count": 1}, {"name": "g", "count": 1}]}, "duplicate pool name"),
-])
+@pytest.mark.parametrize(
+    "data, fragment",
+    [
+        ({**BASE, "colour": "red"}, "unknown key 'colour'"),
+        (_with(gpu={"product": "T4", "count": 1, "mem": 1}), "unknown key 'pools[g].gpu.mem'"),
+        (_with(os={"id": "ubuntu", "version": "22.04"}), "unknown key 'pools[g].os.version'"),
+        (_with(taints=[{"key": "a", "effect": "Sometimes"}]), "pools[g].taints[0].effect"),
+        (_with(cpu="lots"), "not a Kubernetes quantity"),
+        (_with(role="boss"), "pools[g].role"),
+        ({"name": "x", "pools": []}, "non-empty list"),
+        ({"pools": BASE["pools"]}, "missing required key 'name'"),
+        ({**BASE, "operator": "real"}, "'operator'"),
+        ({**BASE, "kwok": {"lease": 1}}, "unknown key 'kwok.lease'"),
+        ({"name": "x", "pools": [{"name": "g", "count": -1}]}, "pools[g].count"),
+        ({"name": "x", "pools": [{"name": "g", "count": 1}, {"name": "g", "count": 1}]}, "duplicate pool name"),
+    ],
+)
 def test_bad_profiles_are_rejected_with_the_key(data, fragment):
     with pytest.raises(profiles.ProfileError) as exc:
         profiles.parse(data)

@@ -1,4 +1,5 @@
 """The least-privilege identity has exactly docs/rbac.yml's rights, and its writes show in the audit log."""
+
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
@@ -31,6 +32,7 @@ def test_sa_write_is_recorded(testbed):
     node = core.list_node().items[0].metadata.name
     core.patch_node(node, {"metadata": {"labels": {"gpuops.io/audit-probe": "1"}}})
     writes = testbed.audit_writes(mark)
-    assert [(w["verb"], w["objectRef"]["resource"], w["objectRef"]["name"]) for w in writes] == \
-        [("patch", "nodes", node)]
+    assert [(w["verb"], w["objectRef"]["resource"], w["objectRef"]["name"]) for w in writes] == [
+        ("patch", "nodes", node)
+    ]
     core.patch_node(node, {"metadata": {"labels": {"gpuops.io/audit-probe": None}}})

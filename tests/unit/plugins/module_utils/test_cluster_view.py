@@ -251,7 +251,7 @@ class TestOperands:
     def test_during_a_rollout_the_live_newest_pod_represents_the_component(self):
         old = pod("drv-old", "g0", "nvidia-driver-daemonset", deletionTimestamp="2026-01-03T00:00:00Z")
         new = pod("drv-new", "g0", "nvidia-driver-daemonset", ready=False)
-        by_node, _ = cv.operands_by_node([old, new])
+        by_node, _unused = cv.operands_by_node([old, new])
         assert by_node["g0"]["driver"]["name"] == "drv-new"
         assert by_node["g0"]["driver"]["other_pods"] == ["drv-old"]
 

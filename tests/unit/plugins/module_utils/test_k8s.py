@@ -154,7 +154,7 @@ class TestLoadConfiguration:
 
 class TestGet:
     def test_returns_parsed_json_and_sends_the_bearer_token(self):
-        client, pool, _ = make_client(Resp(body={"kind": "NodeList"}))
+        client, pool, _unused = make_client(Resp(body={"kind": "NodeList"}))
         assert client.get("/api/v1/nodes") == {"kind": "NodeList"}
         method, url, headers = pool.calls[0]
         assert (method, url) == ("GET", "https://api.example:6443/api/v1/nodes")
@@ -162,13 +162,13 @@ class TestGet:
         assert client.requests == 1
 
     def test_query_parameters_are_encoded_and_empty_ones_dropped(self):
-        client, pool, _ = make_client(Resp(body={}))
+        client, pool, _unused = make_client(Resp(body={}))
         client.get("/api/v1/nodes", {"labelSelector": "a=b,c in (d)", "continue": None, "limit": 5})
         assert pool.calls[0][1].endswith("/api/v1/nodes?labelSelector=a%3Db%2Cc+in+%28d%29&limit=5")
 
     @pytest.mark.parametrize("status", [429, 500, 502, 503, 504])
     def test_throttling_and_server_errors_are_retried(self, status):
-        client, _, sleeps = make_client(Resp(status, {"message": "busy"}), Resp(body={"ok": True}))
+        client, _unused, sleeps = make_client(Resp(status, {"message": "busy"}), Resp(body={"ok": True}))
         assert client.get("/x") == {"ok": True}
         assert client.requests == 2
         assert len(sleeps) == 1
@@ -178,7 +178,7 @@ class TestGet:
         assert [policy.delay(n) for n in (1, 2, 3, 4, 5)] == [0.5, 1.0, 2.0, 2.5, 2.5]
 
     def test_retry_after_is_honoured_and_capped(self):
-        client, _, sleeps = make_client(
+        client, _unused, sleeps = make_client(
             Resp(429, {}, {"Retry-After": "3"}), Resp(429, {}, {"Retry-After": "120"}), Resp(body={})
         )
         client.get("/x")
@@ -186,7 +186,7 @@ class TestGet:
 
     def test_connection_errors_are_retried_then_reported_with_the_server_address(self):
         refused = urllib3.exceptions.NewConnectionError(None, "Connection refused")
-        client, _, sleeps = make_client(refused, refused, refused, refused, attempts=4)
+        client, _unused, sleeps = make_client(refused, refused, refused, refused, attempts=4)
         with pytest.raises(K8sError) as err:
             client.get("/api/v1/nodes", what="list nodes")
         assert client.requests == 4 and len(sleeps) == 3
@@ -194,7 +194,7 @@ class TestGet:
         assert "after 4 attempt(s)" in err.value.msg
 
     def test_attempts_are_bounded_for_persistent_5xx(self):
-        client, _, _ = make_client(*[Resp(503, {"message": "etcd down"})] * 3, attempts=3)
+        client, _unused, _unused = make_client(*[Resp(503, {"message": "etcd down"})] * 3, attempts=3)
         with pytest.raises(K8sError) as err:
             client.get("/x", what="list pods")
         assert err.value.status == 503
@@ -202,24 +202,26 @@ class TestGet:
         assert client.requests == 3
 
     def test_forbidden_is_not_retried_and_names_the_permission(self):
-        client, _, sleeps = make_client(Resp(403, {"message": 'nodes is forbidden: User "x"'}, reason="Forbidden"))
+        client, _unused, sleeps = make_client(
+            Resp(403, {"message": 'nodes is forbidden: User "x"'}, reason="Forbidden")
+        )
         with pytest.raises(K8sError) as err:
             client.get("/api/v1/nodes", what="list nodes")
         assert sleeps == [] and err.value.status == 403
         assert "grant this user RBAC permission to list nodes" in err.value.msg
 
     def test_unauthorized_says_the_credentials_were_rejected(self):
-        client, _, _ = make_client(Resp(401, {"message": "Unauthorized"}))
+        client, _unused, _unused = make_client(Resp(401, {"message": "Unauthorized"}))
         with pytest.raises(K8sError, match="credentials in the kubeconfig were rejected"):
             client.get("/x")
 
     def test_tls_failures_point_at_the_certificate_authority(self):
-        client, _, _ = make_client(urllib3.exceptions.SSLError("certificate verify failed"))
+        client, _unused, _unused = make_client(urllib3.exceptions.SSLError("certificate verify failed"))
         with pytest.raises(K8sError, match="certificate-authority"):
             client.get("/x")
 
     def test_token_never_appears_in_error_messages(self):
-        client, _, _ = make_client(Resp(500, {"message": "boom"}), attempts=1)
+        client, _unused, _unused = make_client(Resp(500, {"message": "boom"}), attempts=1)
         with pytest.raises(K8sError) as err:
             client.get("/x")
         assert "s3cret" not in err.value.msg
@@ -235,7 +237,7 @@ def page(items, cont=None):
 
 class TestList:
     def test_follows_continue_tokens_and_counts_every_page(self):
-        client, pool, _ = make_client(page([1, 2], "t1"), page([3, 4], "t2"), page([5]))
+        client, pool, _unused = make_client(page([1, 2], "t1"), page([3, 4], "t2"), page([5]))
         items, meta = client.list_all("/api/v1/nodes", page_size=2)
         assert items == [1, 2, 3, 4, 5]
         assert meta["resourceVersion"] == "7"
@@ -244,26 +246,26 @@ class TestList:
 
     def test_expired_continue_token_restarts_the_list_once(self):
         gone = Resp(410, {"message": "The provided continue parameter is too old"})
-        client, _, _ = make_client(page([1], "t1"), gone, page([1], "t9"), page([2]))
+        client, _unused, _unused = make_client(page([1], "t1"), gone, page([1], "t9"), page([2]))
         assert client.list_all("/api/v1/nodes", page_size=1)[0] == [1, 2]
 
     def test_core_list_in_a_namespace_builds_the_namespaced_path(self):
-        client, pool, _ = make_client(page([]))
+        client, pool, _unused = make_client(page([]))
         client.list_core("pods", namespace="gpu-operator", label_selector="app=x")
         assert "/api/v1/namespaces/gpu-operator/pods?" in pool.calls[0][1]
 
     def test_custom_list_returns_none_when_the_crd_is_not_installed(self):
-        client, pool, _ = make_client(Resp(404, {"message": "the server could not find the requested resource"}))
+        client, pool, _unused = make_client(Resp(404, {"message": "the server could not find the requested resource"}))
         assert client.list_custom("nvidia.com", "v1", "clusterpolicies") is None
         assert "/apis/nvidia.com/v1/clusterpolicies?" in pool.calls[0][1]
 
     def test_custom_list_can_insist_on_the_crd(self):
-        client, _, _ = make_client(Resp(404, {}))
+        client, _unused, _unused = make_client(Resp(404, {}))
         with pytest.raises(K8sError):
             client.list_custom("nvidia.com", "v1", "clusterpolicies", missing_ok=False)
 
     def test_version_is_reduced_to_four_fields(self):
-        client, _, _ = make_client(
+        client, _unused, _unused = make_client(
             Resp(
                 body={
                     "gitVersion": "v1.33.1",

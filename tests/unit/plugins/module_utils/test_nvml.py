@@ -68,7 +68,10 @@ def facts_for(fake_lib, monkeypatch):
 
 def expected_gpu(fx, i):
     """What the facts must say for GPU i of a fixture: the fixture value, converted to the documented unit."""
-    g = lambda f: fx.gpu(i, f)  # noqa: E731
+
+    def g(f):
+        return fx.gpu(i, f)
+
     mig_on = bool(g("mig_current"))
     mask = g("clock_event_reasons")
     n_sbe = g("retired_pages_sbe")
@@ -273,7 +276,9 @@ def test_a_failing_field_is_recorded_not_raised(facts_for, monkeypatch, code, re
 
 
 def test_function_not_found_is_null(facts_for, monkeypatch):
-    monkeypatch.setattr(pynvml, "nvmlDeviceGetGpuFabricInfo", lambda h, i: (_ for _ in ()).throw(pynvml.NVMLError(13)))
+    monkeypatch.setattr(
+        pynvml, "nvmlDeviceGetGpuFabricInfo", lambda h, i: (_unused for _unused in ()).throw(pynvml.NVMLError(13))
+    )
     gpu = facts_for("h100-sxm-8")["gpus"][0]
     assert gpu["fabric"] is None and "field_errors" not in gpu
 
@@ -304,7 +309,9 @@ def test_every_nvml_code_maps_to_a_reason_and_hint(code):
             "ecc": st.fixed_dictionaries(
                 {"volatile_uncorrected": st.integers(0, 5), "aggregate_uncorrected": st.integers(0, 5)}
             ),
-            "clock_event_reasons": st.lists(st.sampled_from([n for _, n in _nvml.CLOCK_EVENT_REASONS]), unique=True),
+            "clock_event_reasons": st.lists(
+                st.sampled_from([n for _unused, n in _nvml.CLOCK_EVENT_REASONS]), unique=True
+            ),
         },
     )
 )

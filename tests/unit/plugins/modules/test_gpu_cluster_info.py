@@ -62,7 +62,7 @@ class FakeApiServer:
             return Resp(404, {"message": "the server could not find the requested resource"}, "Not Found")
         items = self.collections[parts.path]
         if "labelSelector" in query:
-            key, _, value = query["labelSelector"].partition("=")
+            key, _unused, value = query["labelSelector"].partition("=")
             items = [i for i in items if i["metadata"].get("labels", {}).get(key) == value]
         start = int(query.get("continue", 0))
         limit = int(query.get("limit", len(items) or 1))
@@ -140,7 +140,7 @@ def test_makes_one_request_per_list_page_and_never_one_per_node(monkeypatch):
     # version + 3 node pages + 3 pod pages + 1 ClusterPolicy page + 1 NVIDIADriver page
     assert result["api_requests"] == 9 == len(server.paths)
     assert all(query.get("limit") == "50" for path, query in server.paths if path != "/version")
-    assert not any("fieldSelector" in query for _, query in server.paths)
+    assert not any("fieldSelector" in query for _unused, query in server.paths)
 
 
 def test_label_selector_is_sent_to_the_api_server_and_not_filtered_again(monkeypatch):
