@@ -63,7 +63,11 @@ def gpu_operator(testbed, tmp_path_factory):
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        wait_for(lambda: (work / "dcgm-exporter.url").exists(), 30, what="simulated operator start")
+        try:
+            wait_for(lambda: (work / "dcgm-exporter.url").exists(), 30, what="simulated operator start")
+        except AssertionError:
+            proc.kill()
+            raise
     helm_env = {
         **os.environ,
         "HELM_CACHE_HOME": str(work / "helm-cache"),
@@ -71,9 +75,9 @@ def gpu_operator(testbed, tmp_path_factory):
         "HELM_DATA_HOME": str(work / "helm-data"),
     }
     op = Op(testbed, api, prof, helm_env, state_dir)
-    op.helm("uninstall", "gpu-operator", "-n", NS, "--wait", check=False)  # clean slate
-    op.install()
     try:
+        op.helm("uninstall", "gpu-operator", "-n", NS, "--wait", check=False)  # clean slate
+        op.install()
         yield op
     finally:
         for n in op.gpu_nodes:
