@@ -4,7 +4,6 @@ tests/sim/hosts/, plus malformed and partial sources. Every expected value below
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -545,10 +544,17 @@ def test_an_empty_root_gives_defaults_and_names_the_missing_essentials(tmp_path)
     assert {p["reason"] for p in f["problems"]} == {"missing"}
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files regardless of mode")
-def test_an_unreadable_file_is_a_problem_not_a_failure(tmp_path):
+def test_an_unreadable_file_is_a_problem_not_a_failure(tmp_path, monkeypatch):
     p = write(tmp_path, "proc/driver/nvidia/version", "NVRM version: x 550.1 y\n")
-    p.chmod(0)
+    real_open = open
+
+    def denying_open(path, *args, **kwargs):
+        # Root reads files whatever their mode, so the permission error is raised here instead of by chmod.
+        if str(path) == str(p):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", denying_open)
     f = hf.collect(str(tmp_path))
     assert {"source": "/proc/driver/nvidia/version", "reason": "unreadable"} in [
         {k: v for k, v in q.items() if k != "detail"} for q in f["problems"]
