@@ -40,7 +40,7 @@ STAMP := $(VENV)/.gpuops-stamp
 SIM_BIN := $(or $(GPUOPS_BIN),$(or $(GPUOPS_CACHE),$(HOME)/.cache/gpuops)/bin)
 export PATH := $(VENV)/bin:$(SIM_BIN):$(PATH)
 
-.PHONY: help venv collection-root sanity-root sim-binaries nvml lint ruff ansible-lint sanity units \
+.PHONY: help venv collection-root sanity-root prometheus sim-binaries nvml lint ruff ansible-lint sanity units \
 	integration molecule test site site-down bench build doc-check changelog-lint clean
 
 help:
@@ -74,6 +74,11 @@ sanity-root: venv
 	@# Its own .git stops ansible-test walking up to this checkout, where build/ is git-ignored.
 	@git -C $(SANITY_ROOT) init -q
 
+# Debian's Prometheus scrapes the simulated DCGM exporter in the monitoring tests (test-bed.md §12).
+prometheus:
+	@command -v prometheus >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+	@command -v prometheus >/dev/null || { echo "prometheus: install Debian's package: apt-get install -y prometheus"; exit 1; }
+
 sim-binaries:
 	bash $(REPO)/tests/sim/build/build.sh
 
@@ -103,7 +108,7 @@ units: collection-root
 		cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/python -m pytest tests/unit -p no:cacheprovider -q; \
 	else echo "units: tests/unit does not exist yet, nothing to run"; fi
 
-integration: collection-root sim-binaries nvml
+integration: collection-root sim-binaries nvml prometheus
 	@if [ -d $(REPO)/tests/integration ]; then \
 		cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/python -m pytest tests/integration -p no:cacheprovider -q; \
 	else echo "integration: tests/integration does not exist yet, nothing to run"; fi

@@ -78,7 +78,7 @@ def test_prometheus_has_a_dcgm_series_per_gpu(gpu_operator, tmp_path):
     try:
         prometheus.find_binary()
     except RuntimeError as exc:
-        pytest.skip(str(exc))
+        pytest.fail(f"{exc} (`make integration` installs it)")
     url = pathlib.Path(op.state_dir, "dcgm-exporter.url").read_text().strip()
     prom = prometheus.start(tmp_path / "prom", [prometheus.target_from_url(url)])
     try:
