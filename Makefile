@@ -103,7 +103,7 @@ sanity: sanity-root
 	@cp $(REPO)/tests/sanity/get_pip_standin.py $(GET_PIP_CACHE)
 	cd $(SANITY_ROOT) && $(VENV)/bin/ansible-test sanity --venv --python 3.11 --color no $(SANITY_ARGS)
 
-units: collection-root
+units: collection-root sim-binaries
 	@if [ -d $(REPO)/tests/unit ]; then \
 		cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/python -m pytest tests/unit -p no:cacheprovider -q; \
 	else echo "units: tests/unit does not exist yet, nothing to run"; fi

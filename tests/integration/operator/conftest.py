@@ -64,7 +64,7 @@ def gpu_operator(testbed, tmp_path_factory):
             start_new_session=True,
         )
         try:
-            wait_for(lambda: (work / "dcgm-exporter.url").exists(), 30, what="simulated operator start")
+            wait_for((work / "dcgm-exporter.url").exists, 30, what="simulated operator start")
         except AssertionError:
             proc.kill()
             raise

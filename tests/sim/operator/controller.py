@@ -61,7 +61,10 @@ class Controller:
         self.passes = 0
         self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="patch")
         self.lock = threading.Lock()
-        on = lambda _n: self.wake.set()  # noqa: E731
+
+        def on(_node):
+            self.wake.set()
+
         self.nodes = Informer("nodes", self.core.list_node, on)
         self.pods = Informer("pods", self.core.list_pod_for_all_namespaces, on, namespaced=True)
         self.dss = Informer(
