@@ -40,7 +40,7 @@ STAMP := $(VENV)/.gpuops-stamp
 SIM_BIN := $(or $(GPUOPS_BIN),$(or $(GPUOPS_CACHE),$(HOME)/.cache/gpuops)/bin)
 export PATH := $(VENV)/bin:$(SIM_BIN):$(PATH)
 
-.PHONY: help venv collection-root sanity-root prometheus sim-binaries nvml lint ruff ansible-lint sanity units \
+.PHONY: help venv collection-root sanity-root prometheus chromium sim-binaries nvml lint ruff ansible-lint sanity units \
 	integration molecule test site site-down bench build doc-check changelog-lint clean
 
 help:
@@ -79,6 +79,11 @@ prometheus:
 	@command -v prometheus >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 	@command -v prometheus >/dev/null || { echo "prometheus: install Debian's package: apt-get install -y prometheus"; exit 1; }
 
+# Debian's headless Chromium opens the audit's HTML report in the browser test.
+chromium:
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+	@command -v chromium >/dev/null || { echo "chromium: install Debian's package: apt-get install -y chromium"; exit 1; }
+
 sim-binaries:
 	bash $(REPO)/tests/sim/build/build.sh
 
@@ -108,7 +113,7 @@ units: collection-root sim-binaries
 		cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/python -m pytest tests/unit -p no:cacheprovider -q; \
 	else echo "units: tests/unit does not exist yet, nothing to run"; fi
 
-integration: collection-root sim-binaries nvml prometheus
+integration: collection-root sim-binaries nvml prometheus chromium
 	@if [ -d $(REPO)/tests/integration ]; then \
 		cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/python -m pytest tests/integration -p no:cacheprovider -q; \
 	else echo "integration: tests/integration does not exist yet, nothing to run"; fi

@@ -2,24 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-
-def _bootstrap_collection():
-    """Make ``ansible_collections.gpuops.gpu_operator`` importable from this checkout (build/collections link)."""
-    root = Path(__file__).resolve().parents[4]
-    base = root / "build" / "collections"
-    link = base / "ansible_collections" / "gpuops" / "gpu_operator"
-    if not link.exists():
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(root)
-    if str(base) not in sys.path:
-        sys.path.insert(0, str(base))
-
-
-_bootstrap_collection()
-
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _cluster_view as cv
 
 # ------------------------------------------------------------------------------------------------

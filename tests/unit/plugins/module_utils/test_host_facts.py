@@ -4,7 +4,6 @@ tests/sim/hosts/, plus malformed and partial sources. Every expected value below
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,19 +13,7 @@ from hypothesis import strategies as st
 ROOT = Path(__file__).resolve().parents[4]
 
 
-def _bootstrap_collection():
-    base = ROOT / "build" / "collections"
-    link = base / "ansible_collections" / "gpuops" / "gpu_operator"
-    if not link.exists():
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(ROOT)
-    if str(base) not in sys.path:
-        sys.path.insert(0, str(base))
-
-
-_bootstrap_collection()
-
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _host_facts as hf  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _host_facts as hf
 
 HOSTS = ROOT / "tests" / "sim" / "hosts"
 H100_BUS = [

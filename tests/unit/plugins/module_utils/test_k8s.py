@@ -3,26 +3,8 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
-
-
-def _bootstrap_collection():
-    """Make ``ansible_collections.gpuops.gpu_operator`` importable from this checkout (build/collections link)."""
-    root = Path(__file__).resolve().parents[4]
-    base = root / "build" / "collections"
-    link = base / "ansible_collections" / "gpuops" / "gpu_operator"
-    if not link.exists():
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(root)
-    if str(base) not in sys.path:
-        sys.path.insert(0, str(base))
-
-
-_bootstrap_collection()
-
 import urllib3
 from kubernetes import client as k8s_client
 

@@ -4,7 +4,6 @@ against the project's fake libnvidia-ml.so.1 (tests/sim/nvml), one fixture profi
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,21 +14,9 @@ from hypothesis import strategies as st
 ROOT = Path(__file__).resolve().parents[4]
 
 
-def _bootstrap_collection():
-    base = ROOT / "build" / "collections"
-    link = base / "ansible_collections" / "gpuops" / "gpu_operator"
-    if not link.exists():
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(ROOT)
-    if str(base) not in sys.path:
-        sys.path.insert(0, str(base))
+import pynvml
 
-
-_bootstrap_collection()
-
-import pynvml  # noqa: E402
-
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _nvml  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _nvml
 
 PROFILES = ROOT / "tests" / "sim" / "nvml" / "profiles"
 LIB = ROOT / "build" / "nvml" / "libnvidia-ml.so.1"

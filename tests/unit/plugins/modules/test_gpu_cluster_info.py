@@ -3,27 +3,9 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-
-
-def _bootstrap_collection():
-    """Make ``ansible_collections.gpuops.gpu_operator`` importable from this checkout (build/collections link)."""
-    root = Path(__file__).resolve().parents[4]
-    base = root / "build" / "collections"
-    link = base / "ansible_collections" / "gpuops" / "gpu_operator"
-    if not link.exists():
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(root)
-    if str(base) not in sys.path:
-        sys.path.insert(0, str(base))
-
-
-_bootstrap_collection()
-
 from ansible.module_utils.testing import patch_module_args
 from kubernetes import client as k8s_client
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,21 +11,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[4]
 
 
-def _bootstrap_collection():
-    base = ROOT / "build" / "collections"
-    link = base / "ansible_collections" / "gpuops" / "gpu_operator"
-    if not link.exists():
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(ROOT)
-    if str(base) not in sys.path:
-        sys.path.insert(0, str(base))
+from ansible.module_utils.testing import patch_module_args
 
-
-_bootstrap_collection()
-
-from ansible.module_utils.testing import patch_module_args  # noqa: E402
-
-from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_host_facts, nvidia_gpu_facts  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_host_facts, nvidia_gpu_facts
 
 PROFILES = ROOT / "tests" / "sim" / "nvml" / "profiles"
 LIB = ROOT / "build" / "nvml" / "libnvidia-ml.so.1"
