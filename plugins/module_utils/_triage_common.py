@@ -1,0 +1,127 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+
+# This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
+# incompatibly at any time, including in a patch release. Do not use it elsewhere.
+
+
+"""GPU triage: the layer names, the finding shape and the :class:`Snapshot` of API data (pure)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+LAYERS = (
+    "driver",
+    "toolkit_validator",
+    "device_plugin",
+    "scheduling",
+    "quota_limits",
+    "priority_preemption",
+    "queue",
+)
+SEVERITIES = ("error", "warning", "info")
+DEFAULT_SCHEDULER = "default-scheduler"
+KUEUE_GROUP = "kueue.x-k8s.io"
+VOLCANO_GROUP = "scheduling.volcano.sh"
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+VOLCANO_GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
+CRASH_REASONS = ("CrashLoopBackOff", "Error", "RunContainerError", "CreateContainerError")
+IMAGE_REASONS = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName")
+NO_RUNTIME = 'no runtime for "nvidia"'
+
+#: Driver termination messages -> (what it means, the fix). First match wins.
+# --------------------------------------------------------------------------------------------------
+# Small helpers
+
+
+def _meta(obj):
+    return obj.get("metadata") or {}
+
+
+def _name(obj):
+    return _meta(obj).get("name")
+
+
+def _key(obj):
+    return "%s/%s" % (_meta(obj).get("namespace"), _meta(obj).get("name"))
+
+
+def _int(value, default=0):
+    try:
+        return int(str(value))
+    except (TypeError, ValueError):
+        return default
+
+
+def _tail(text, lines):
+    if not text:
+        return []
+    return [line[:500] for line in text.splitlines()[-lines:]]
+
+
+def finding(layer, reason, severity, message, fix=None, evidence=None, nodes=(), pods=()):
+    return {
+        "layer": layer,
+        "reason": reason,
+        "severity": severity,
+        "message": message,
+        "fix": fix,
+        "evidence": evidence or {},
+        "nodes": sorted({n for n in nodes if n}),
+        "pods": sorted({p for p in pods if p}),
+    }
+
+
+def _fmt_res(requests):
+    return ", ".join("%s=%s" % (k, v) for k, v in sorted(requests.items())) or "no GPUs"
+
+
+def _taint_text(taint):
+    return "%s%s:%s" % (taint.get("key"), "=%s" % taint["value"] if taint.get("value") else "", taint.get("effect"))
+
+
+def _event_evidence(event):
+    if not event:
+        return None
+    series = event.get("series") or {}
+    return {
+        "reason": event.get("reason"),
+        "message": event.get("message") or event.get("note"),
+        "count": series.get("count") or event.get("count") or 1,
+        "last_seen": series.get("lastObservedTime")
+        or event.get("lastTimestamp")
+        or event.get("eventTime")
+        or event.get("firstTimestamp"),
+        "object": "%s/%s"
+        % ((event.get("involvedObject") or {}).get("kind"), (event.get("involvedObject") or {}).get("name")),
+    }
+
+
+# --------------------------------------------------------------------------------------------------
+# The data read from the API
+
+
+class Snapshot:
+    """Everything :func:`diagnose` needs, as raw API dicts. ``None`` for a list means "not read"."""
+
+    def __init__(self, **kwargs):
+        self.nodes = kwargs.get("nodes") or []
+        self.operator_pods = kwargs.get("operator_pods") or []
+        self.operator_events = kwargs.get("operator_events") or []
+        self.node_events = kwargs.get("node_events") or []
+        self.bound_pods = kwargs.get("bound_pods") or []
+        self.targets = kwargs.get("targets") or []
+        self.events = kwargs.get("events") or []
+        self.quotas = kwargs.get("quotas") or []
+        self.limit_ranges = kwargs.get("limit_ranges") or []
+        self.priority_classes = kwargs.get("priority_classes") or []
+        self.cluster_policies = kwargs.get("cluster_policies")
+        self.kueue = kwargs.get("kueue")  # None: API group not served; else dict of lists
+        self.volcano = kwargs.get("volcano")
+        self.logs = kwargs.get("logs") or {}  # pod name -> {"text": str} or {"error": str}
+        self.operator_namespace = kwargs.get("operator_namespace") or "gpu-operator"
+        self.log_lines = kwargs.get("log_lines") or 20

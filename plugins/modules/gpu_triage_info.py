@@ -1,0 +1,315 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: gpu_triage_info
+short_description: Why a GPU pod is Pending or failing, layer by layer, with evidence
+description:
+  - Diagnoses one pod (O(pod)), every Pending, Failed or crash-looping GPU pod of a namespace (O(namespace) alone),
+    or one node (O(node)), walking the layers in order - C(driver) (node Ready, GPUs present, driver pod state with
+    the reason and message of its last termination and the tail of its log), C(toolkit_validator) (container
+    toolkit, the C(nvidia) runtime, the operator validator), C(device_plugin) (device plugin pod; capacity,
+    allocatable and requested GPUs), C(scheduling) (the kube-scheduler's C(FailedScheduling) event parsed per
+    reason and checked against every node in the scheduler's filter order - cordon, untolerated taint with its key,
+    node selector or affinity, C(nvidia.com/gpu) and C(nvidia.com/mig-*) resources), C(quota_limits) (ResourceQuota
+    on C(requests.nvidia.com/gpu), LimitRange), C(priority_preemption) (PriorityClass, preemption policy, possible
+    victims) and C(queue) (scheduling gates; Kueue LocalQueue, ClusterQueue and Workload; Volcano PodGroup and
+    Queue - only when their API groups are served).
+  - Returns the first failing layer, every finding with its evidence and a fix, and a short human summary.
+  - The driver, toolkit and device plugin layers are checked on the nodes the pod could use (those that pass the
+    cordon, taint and selector filters); they block the pod only when no healthy node has room.
+  - A pod rejected at creation by a ResourceQuota or LimitRange never exists; those rejections come from the
+    C(FailedCreate) events of its controller (Job, ReplicaSet, ...), reported for a namespace and for a pod that
+    is not found.
+  - Read-only. Uses a fixed handful of paginated LISTs whatever the number of pods (nodes, pods on nodes, the
+    namespace's pods, events, quotas and limit ranges, PriorityClasses, the operator's pods and events,
+    ClusterPolicies, the queue resources when served), plus at most O(max_logs) log reads. See C(docs/rbac.yml)
+    in the collection for the permissions.
+author:
+  - gpuops.gpu_operator contributors (@gpuops)
+requirements:
+  - kubernetes >= 29.0.0 (Python library, for kubeconfig handling)
+extends_documentation_fragment:
+  - gpuops.gpu_operator.kubeconfig
+attributes:
+  check_mode:
+    support: full
+    description: The module never changes anything; check mode returns the same data.
+  diff_mode:
+    support: none
+    description: Nothing changes, so there is no diff.
+options:
+  pod:
+    description:
+      - The pod to diagnose, as V(namespace/name), or just V(name) with O(namespace).
+      - Mutually exclusive with O(node).
+    type: str
+  namespace:
+    description:
+      - Namespace of O(pod) when O(pod) has no C(namespace/) prefix.
+      - Alone (without O(pod) and O(node)), every GPU pod of the namespace that is Pending, Failed or crash-looping
+        is diagnosed.
+    type: str
+  node:
+    description:
+      - A node to diagnose - the driver, toolkit, validator and device plugin layers, cordon and taints.
+      - Mutually exclusive with O(pod) and O(namespace).
+    type: str
+  operator_namespace:
+    description: Namespace of the GPU Operator and its operand pods.
+    type: str
+    default: gpu-operator
+  log_lines:
+    description: Lines of log kept from each crash-looping driver or validator pod.
+    type: int
+    default: 20
+  max_logs:
+    description: At most this many pod logs are read (one request each); V(0) reads none.
+    type: int
+    default: 5
+  page_size:
+    description: Objects per LIST page (the C(limit) parameter).
+    type: int
+    default: 500
+notes:
+  - Findings are ordered by layer, then severity, then in the scheduler's filter order inside the C(scheduling)
+    layer (cordon, taint, selector/affinity, resources), so the first one explains the most.
+  - The C(reason) of a finding is a stable code meant for C(when:) conditions and assertions; C(message) and C(fix)
+    are for people and may be reworded.
+  - See C(docs/triage.md) in the collection for every reason and how it is detected.
+seealso:
+  - module: gpuops.gpu_operator.gpu_cluster_info
+    description: The whole cluster's GPU view.
+  - module: kubernetes.core.k8s_info
+    description: Any Kubernetes object.
+  - module: kubernetes.core.k8s_log
+    description: Whole pod logs.
+"""
+
+EXAMPLES = r"""
+- name: Why is my GPU pod Pending?
+  gpuops.gpu_operator.gpu_triage_info:
+    pod: ml/train-7f9c
+  register: triage
+
+- name: Show the summary
+  ansible.builtin.debug:
+    msg: "{{ triage.summary_lines }}"
+
+- name: Fail when the driver layer is broken
+  ansible.builtin.assert:
+    that: triage.first_failing_layer != 'driver'
+    fail_msg: "{{ triage.findings | selectattr('layer', 'equalto', 'driver') | map(attribute='message') | list }}"
+
+- name: Every Pending or failed GPU pod of a namespace
+  gpuops.gpu_operator.gpu_triage_info:
+    namespace: ml
+  register: ns_triage
+
+- name: One node's GPU stack
+  gpuops.gpu_operator.gpu_triage_info:
+    node: gpu-h100-3
+    operator_namespace: nvidia-gpu-operator
+  register: node_triage
+"""
+
+RETURN = r"""
+target:
+  description: What was diagnosed - C(kind) (V(pod), V(namespace) or V(node)), C(namespace), C(name).
+  returned: always
+  type: dict
+  sample: {kind: pod, namespace: ml, name: train-0}
+first_failing_layer:
+  description:
+    - The first layer, in walk order, with an C(error) finding; null when nothing blocks.
+    - One of V(driver), V(toolkit_validator), V(device_plugin), V(scheduling), V(quota_limits),
+      V(priority_preemption), V(queue).
+  returned: always
+  type: str
+  sample: driver
+layers:
+  description:
+    - Every layer in walk order with C(name), C(status) (V(failed) - an error finding, V(warning), V(ok), or
+      V(skipped) - not applicable, for example the queue layer when neither Kueue nor Volcano is served and a node
+      triage's scheduling layers) and C(findings) (how many).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{name: driver, status: failed, findings: 1}, {name: toolkit_validator, status: ok, findings: 0}]
+findings:
+  description:
+    - Every finding, ordered by layer, then severity (V(error), V(warning), V(info)), then the walk's order.
+    - Keys C(layer); C(reason) (stable code - for example C(DriverCrashLoop), C(DriverImagePull), C(DriverPodMissing),
+      C(NodeNotReady), C(GPUNotPresent), C(ToolkitNotReady), C(RuntimeNotConfigured), C(ValidatorFailing),
+      C(DevicePluginMissing), C(DevicePluginNotReady), C(DevicePluginNotAdvertising), C(UnhealthyGPUs),
+      C(NodeCordoned), C(UntoleratedTaint), C(NodeSelectorMismatch), C(MIGResourceName), C(InsufficientGPU),
+      C(SchedulerOther), C(FitsNow), C(QuotaExceeded), C(QuotaFull), C(LimitRangeViolation),
+      C(PriorityClassNotFound), C(PreemptionNotPossible), C(PreemptionDisabled), C(PreemptionInProgress),
+      C(SchedulingGated), C(KueueLocalQueueNotFound), C(KueueClusterQueueInactive), C(KueueQuotaExhausted),
+      C(KueueNotAdmitted), C(VolcanoQueueClosed), C(VolcanoQueueCapability), C(PodNotFound); the full list is in
+      C(docs/triage.md)); C(severity); C(message); C(fix) (null for plain information); C(evidence) (a dict of
+      what the API said - events with C(reason), C(message), C(count), C(last_seen); pod state with
+      C(last_termination) C(reason), C(exit_code), C(message); C(log_tail); per-node C(allocatable), C(requested),
+      C(free); the taint; the quota; ...); C(nodes) and C(pods) (C(namespace/name)) it concerns.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - layer: driver
+      reason: DriverCrashLoop
+      severity: error
+      message: 'driver pod nvidia-driver-daemonset-abc on gpu-0 is CrashLoopBackOff (5 restarts), last termination
+        Error (exit 1): kernel headers for the running kernel cannot be found -
+        "Could not resolve Linux kernel version"'
+      fix: Make the kernel headers/devel packages for the node's kernel reachable from the driver container ...
+      evidence: {pod: gpu-operator/nvidia-driver-daemonset-abc, restarts: 5, waiting_reason: CrashLoopBackOff,
+                 last_termination: {reason: Error, exit_code: 1, message: "..."}, log_tail: ["..."], events: []}
+      nodes: [gpu-0]
+      pods: [ml/train-0]
+pods:
+  description:
+    - The pods diagnosed (one for O(pod), every Pending/Failed/crash-looping GPU pod for a namespace, none for a node).
+    - Keys C(namespace), C(name), C(phase), C(node), C(gpu_requests), C(scheduler_name), C(priority_class),
+      C(priority), C(scheduling_gates), C(scheduler_event) (the latest C(FailedScheduling) message parsed - C(nodes),
+      C(reasons) with C(count), C(reason), C(filter) and C(resource) or C(key), C(preemption), C(message); null
+      when there is none), C(first_failing_layer) and C(findings) (this pod's, same shape as RV(findings)).
+  returned: always
+  type: list
+  elements: dict
+nodes:
+  description:
+    - The nodes examined, by name - C(ready), C(unschedulable), C(taints), C(gpu) (C(present), C(product),
+      C(count)), C(capacity), C(allocatable), C(requested) (GPU and MIG resources of the pods bound there),
+      C(operands) (component to C(name), C(phase), C(ready), C(restarts), C(waiting_reason)).
+  returned: always
+  type: dict
+limit_ranges:
+  description: The namespace's LimitRange entries that mention GPU resources (C(max), C(min), C(default), ...).
+  returned: always
+  type: list
+  elements: dict
+queue_apis:
+  description: Whether the C(kueue.x-k8s.io) and C(scheduling.volcano.sh) API groups are served.
+  returned: always
+  type: dict
+  sample: {kueue.x-k8s.io: false, scheduling.volcano.sh: false}
+summary:
+  description: A short human summary, several lines - the first failing layer, then each finding and its fix.
+  returned: always
+  type: str
+summary_lines:
+  description: RV(summary) as a list of lines (for C(ansible.builtin.debug)).
+  returned: always
+  type: list
+  elements: str
+api_requests:
+  description: HTTP requests made to the API server, retries and LIST pages included.
+  returned: always
+  type: int
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (
+    K8sError,
+    client_from_params,
+    kubeconfig_secrets,
+    require_kubernetes,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s_args import KUBECONFIG_ARG_SPEC
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._triage import Triage, diagnose
+
+
+def argspec():
+    spec = dict(KUBECONFIG_ARG_SPEC)
+    spec.update(
+        {
+            "pod": {"type": "str"},
+            "namespace": {"type": "str"},
+            "node": {"type": "str"},
+            "operator_namespace": {"type": "str", "default": "gpu-operator"},
+            "log_lines": {"type": "int", "default": 20},
+            "max_logs": {"type": "int", "default": 5},
+            "page_size": {"type": "int", "default": 500},
+        }
+    )
+    return spec
+
+
+def target_of(params):
+    """``(target, error message)`` from the pod/namespace/node options."""
+    pod, namespace, node = params["pod"], params["namespace"], params["node"]
+    if node:
+        return {"kind": "node", "namespace": None, "name": node}, None
+    if pod:
+        if "/" in pod:
+            ns, _sep, name = pod.partition("/")
+            if not ns or not name or "/" in name:
+                return None, "pod must be NAME or NAMESPACE/NAME, got %r" % pod
+            if namespace and namespace != ns:
+                return None, "pod %r names namespace %s but namespace is %s; give one of them" % (pod, ns, namespace)
+            return {"kind": "pod", "namespace": ns, "name": name}, None
+        if not namespace:
+            return None, "pod %r has no namespace: write it as NAMESPACE/NAME or set namespace" % pod
+        return {"kind": "pod", "namespace": namespace, "name": pod}, None
+    return {"kind": "namespace", "namespace": namespace, "name": None}, None
+
+
+def execute_module(module):
+    params = module.params
+    for key in ("page_size", "log_lines"):
+        if params[key] < 1:
+            module.fail_json(msg="%s must be at least 1, got %d" % (key, params[key]))
+    if params["max_logs"] < 0:
+        module.fail_json(msg="max_logs must be 0 or more, got %d" % params["max_logs"])
+    target, error = target_of(params)
+    if error:
+        module.fail_json(msg=error)
+    module.no_log_values.update(kubeconfig_secrets(params["kubeconfig"]))
+    client = client_from_params(params)
+    triage = Triage(
+        client,
+        operator_namespace=params["operator_namespace"],
+        page_size=params["page_size"],
+        log_lines=params["log_lines"],
+        max_logs=params["max_logs"],
+    )
+    if target["kind"] == "node":
+        try:
+            snap = triage.read_node(target["name"])
+        except K8sError as exc:
+            if exc.status == 404:
+                module.fail_json(
+                    msg="node %s does not exist; give the name of a node (kubectl get nodes)" % target["name"]
+                )
+            raise
+    else:
+        snap = triage.read_pods(target["namespace"], target["name"])
+    result = diagnose(snap, target)
+    result["api_requests"] = client.requests
+    module.exit_json(changed=False, **result)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=argspec(),
+        mutually_exclusive=[("pod", "node"), ("namespace", "node")],
+        required_one_of=[("pod", "namespace", "node")],
+        supports_check_mode=True,
+    )
+    require_kubernetes(module)
+    try:
+        execute_module(module)
+    except K8sError as exc:
+        module.fail_json(msg=exc.msg, status=exc.status)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,229 @@
+"""Specification of plugins/modules/gpu_triage_info.py with a stubbed API server (no cluster)."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+from kubernetes import client as k8s_client
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import K8sClient, RetryPolicy
+from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_triage_info
+
+
+class Resp:
+    def __init__(self, status, body, reason="OK", raw=False):
+        self.status, self.headers, self.reason = status, {}, reason
+        self.data = body if raw else json.dumps(body).encode()
+
+
+def gpu_node(name, alloc="8"):
+    return {
+        "metadata": {"name": name, "labels": {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": "8"}},
+        "spec": {},
+        "status": {
+            "capacity": {"nvidia.com/gpu": alloc},
+            "allocatable": {"nvidia.com/gpu": alloc},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def pending(name, gpus=1):
+    return {
+        "metadata": {"name": name, "namespace": "ml", "uid": "u-" + name},
+        "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]},
+        "status": {"phase": "Pending"},
+    }
+
+
+CRASHING_DRIVER = {
+    "metadata": {"name": "nvidia-driver-x", "namespace": "gpu-operator", "labels": {"app": "nvidia-driver-daemonset"}},
+    "spec": {"nodeName": "g0"},
+    "status": {
+        "phase": "Running",
+        "containerStatuses": [
+            {
+                "name": "nvidia-driver-ctr",
+                "ready": False,
+                "restartCount": 3,
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {
+                    "terminated": {
+                        "reason": "Error",
+                        "exitCode": 1,
+                        "message": "Could not resolve Linux kernel version",
+                    }
+                },
+            }
+        ],
+    },
+}
+POLICY = {
+    "metadata": {"name": "cluster-policy"},
+    "spec": {"driver": {"enabled": True}},
+    "status": {"state": "notReady"},
+}
+
+
+class FakeApiServer:
+    """LISTs from memory, paginated with limit/continue; 404 for API groups and objects it does not hold."""
+
+    def __init__(self, nodes=(), pods=(), operator_pods=(), previous_log=True):
+        self.nodes, self.pods, self.operator_pods = list(nodes), list(pods), list(operator_pods)
+        self.previous_log = previous_log
+        self.requests = []
+
+    def _page(self, items, query):
+        start = int(query.get("continue", 0))
+        limit = int(query.get("limit", len(items) or 1))
+        rest = start + limit
+        return Resp(
+            200, {"items": items[start:rest], "metadata": {"continue": str(rest) if rest < len(items) else None}}
+        )
+
+    def request(self, method, url, headers=None, timeout=None, retries=None, body=None):
+        assert method == "GET", "gpu_triage_info must only read"
+        parts = urlsplit(url)
+        path, query = parts.path, {k: v[0] for k, v in parse_qs(parts.query).items()}
+        self.requests.append((path, query))
+        if path == "/api/v1/nodes":
+            return self._page(self.nodes, query)
+        if path.startswith("/api/v1/nodes/"):
+            name = path.rsplit("/", 1)[1]
+            node = next((n for n in self.nodes if n["metadata"]["name"] == name), None)
+            return Resp(200, node) if node else Resp(404, {"message": "nodes %r not found" % name}, "Not Found")
+        if path == "/api/v1/pods":
+            return self._page([p for p in self.pods + self.operator_pods if p["spec"].get("nodeName")], query)
+        if path == "/api/v1/namespaces/ml/pods":
+            return self._page(self.pods, query)
+        if path == "/api/v1/namespaces/gpu-operator/pods":
+            return self._page(self.operator_pods, query)
+        if path.startswith("/api/v1/namespaces/ml/pods/"):
+            name = path.rsplit("/", 1)[1]
+            pod = next((p for p in self.pods if p["metadata"]["name"] == name), None)
+            return Resp(200, pod) if pod else Resp(404, {"message": "pods %r not found" % name}, "Not Found")
+        if path.endswith("/log"):
+            if query.get("previous") == "true" and not self.previous_log:
+                return Resp(400, {"message": "previous terminated container not found"}, "Bad Request")
+            return Resp(200, b"starting\nCould not resolve Linux kernel version\n", raw=True)
+        if path == "/apis/nvidia.com/v1/clusterpolicies":
+            return self._page([POLICY], query)
+        if (
+            path.endswith(("/events", "/resourcequotas", "/limitranges"))
+            or path == "/apis/scheduling.k8s.io/v1/priorityclasses"
+        ):
+            return self._page([], query)
+        return Resp(404, {"message": "the server could not find the requested resource"}, "Not Found")
+
+
+def run_module(server, monkeypatch, check=False, **args):
+    def fake_client(params, retry=None):
+        cfg = k8s_client.Configuration()
+        cfg.host = "https://api.test"
+        return K8sClient(cfg, retry=RetryPolicy(attempts=1), pool_manager=server)
+
+    monkeypatch.setattr(gpu_triage_info, "client_from_params", fake_client)
+    outcome = {}
+
+    def capture(kind):
+        def _exit(self, **kwargs):
+            outcome.update(kwargs, _kind=kind)
+            raise SystemExit(0 if kind == "exit" else 1)
+
+        return _exit
+
+    monkeypatch.setattr(gpu_triage_info.AnsibleModule, "exit_json", capture("exit"))
+    monkeypatch.setattr(gpu_triage_info.AnsibleModule, "fail_json", capture("fail"))
+    if check:
+        args["_ansible_check_mode"] = True
+    with patch_module_args(args), pytest.raises(SystemExit):
+        gpu_triage_info.main()
+    return outcome
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ({"pod": "train"}, "has no namespace: write it as NAMESPACE/NAME"),
+        ({"pod": "ml/"}, "pod must be NAME or NAMESPACE/NAME"),
+        ({"pod": "ml/a/b"}, "pod must be NAME or NAMESPACE/NAME"),
+        ({"pod": "ml/a", "namespace": "other"}, "names namespace ml but namespace is other"),
+        ({"pod": "ml/a", "node": "g0"}, "mutually exclusive"),
+        ({}, "one of the following is required: pod, namespace, node"),
+        ({"node": "g0", "log_lines": 0}, "log_lines must be at least 1"),
+    ],
+)
+def test_bad_input_fails_naming_it(monkeypatch, args, message):
+    result = run_module(FakeApiServer(), monkeypatch, **args)
+    assert result["_kind"] == "fail" and message in result["msg"]
+
+
+def test_a_pending_pod_on_a_broken_driver_reports_the_driver_layer_and_reads_its_previous_log(monkeypatch):
+    server = FakeApiServer(nodes=[gpu_node("g0", alloc="0")], pods=[pending("train")], operator_pods=[CRASHING_DRIVER])
+    result = run_module(server, monkeypatch, pod="ml/train")
+    assert result["_kind"] == "exit" and result["changed"] is False
+    assert result["first_failing_layer"] == "driver"
+    crash = result["findings"][0]
+    assert crash["reason"] == "DriverCrashLoop"
+    assert crash["evidence"]["log_tail"][-1] == "Could not resolve Linux kernel version"
+    log_reads = [q for p, q in server.requests if p.endswith("/log")]
+    assert log_reads == [{"container": "nvidia-driver-ctr", "tailLines": "20", "previous": "true"}]
+    assert result["summary_lines"][0].startswith("pod ml/train: first failing layer: driver")
+
+
+def test_without_a_previous_container_the_current_log_is_read(monkeypatch):
+    server = FakeApiServer(
+        nodes=[gpu_node("g0", alloc="0")], pods=[pending("train")], operator_pods=[CRASHING_DRIVER], previous_log=False
+    )
+    result = run_module(server, monkeypatch, pod="ml/train")
+    assert [q.get("previous") for p, q in server.requests if p.endswith("/log")] == ["true", None]
+    assert result["findings"][0]["evidence"]["log_tail"]
+
+
+def test_a_namespace_of_many_pending_pods_costs_a_fixed_number_of_requests(monkeypatch):
+    def requests_for(count):
+        server = FakeApiServer(nodes=[gpu_node("g0")], pods=[pending("p%03d" % i, gpus=9) for i in range(count)])
+        result = run_module(server, monkeypatch, namespace="ml", max_logs=0)
+        assert len(result["pods"]) == count
+        return result["api_requests"]
+
+    few, many = requests_for(3), requests_for(300)
+    assert few == many <= 14
+
+
+def test_the_pods_of_a_namespace_are_only_the_gpu_pods_that_need_help(monkeypatch):
+    running = pending("ok")
+    running["status"]["phase"] = "Running"
+    running["spec"]["nodeName"] = "g0"
+    cpu_only = {
+        "metadata": {"name": "web", "namespace": "ml"},
+        "spec": {"containers": [{"name": "c"}]},
+        "status": {"phase": "Pending"},
+    }
+    server = FakeApiServer(nodes=[gpu_node("g0")], pods=[running, cpu_only, pending("stuck", gpus=9)])
+    result = run_module(server, monkeypatch, namespace="ml")
+    assert [p["name"] for p in result["pods"]] == ["stuck"]
+    assert "InsufficientGPU" in [f["reason"] for f in result["pods"][0]["findings"]]
+
+
+def test_an_unknown_node_fails_naming_it(monkeypatch):
+    result = run_module(FakeApiServer(nodes=[gpu_node("g0")]), monkeypatch, node="nope")
+    assert result["_kind"] == "fail" and "node nope does not exist" in result["msg"]
+
+
+def test_a_missing_pod_is_a_finding_not_a_failure(monkeypatch):
+    result = run_module(FakeApiServer(nodes=[gpu_node("g0")]), monkeypatch, pod="ml/ghost")
+    assert result["_kind"] == "exit"
+    assert [f["reason"] for f in result["findings"]] == ["PodNotFound"]
+
+
+def test_check_mode_returns_the_same_data(monkeypatch):
+    server = FakeApiServer(nodes=[gpu_node("g0", alloc="0")], operator_pods=[CRASHING_DRIVER])
+    normal = run_module(server, monkeypatch, node="g0")
+    checked = run_module(server, monkeypatch, check=True, node="g0")
+    for key in ("first_failing_layer", "findings", "layers", "summary"):
+        assert normal[key] == checked[key]
+    assert normal["first_failing_layer"] == "driver"
