@@ -443,6 +443,74 @@ class K8sClient:
             "platform": data.get("platform"),
         }
 
+    # -- writes (added for gpu_operator) --------------------------------------------------------------
+
+    def send_typed(
+        self, method, path, body=None, query=None, content_type="application/json", what=None, ok_statuses=()
+    ):
+        """Like ``send`` but with an explicit ``Content-Type`` (server-side apply needs
+        ``application/apply-patch+yaml``); returns the decoded JSON response.
+
+        Retried like :meth:`get` on 429/5xx and connection errors (only use it for idempotent requests such
+        as server-side apply or DELETE). A status in ``ok_statuses`` returns ``None``.
+        """
+        what = what or "%s %s" % (method, path)
+        url = self.url(path, query)
+        payload = None if body is None else json.dumps(body).encode("utf-8")
+        attempt = 0
+        while True:
+            attempt += 1
+            self.requests += 1
+            headers = self._headers()
+            if payload is not None:
+                headers["Content-Type"] = content_type
+            retry_after = None
+            try:
+                resp = self._pool.request(
+                    method, url, body=payload, headers=headers, timeout=self.timeout, retries=False
+                )
+            except urllib3.exceptions.SSLError as exc:
+                raise K8sError("TLS to the API server %s failed for %s: %s" % (self.host, what, exc)) from exc
+            except urllib3.exceptions.HTTPError as exc:
+                failure = K8sError(
+                    "cannot reach the Kubernetes API server %s for %s after %d attempt(s): %s. Check that the server "
+                    "is up and that the kubeconfig/context points at it." % (self.host, what, attempt, exc)
+                )
+            else:
+                if 200 <= resp.status < 300:
+                    return json.loads(resp.data) if resp.data else {}
+                if resp.status in ok_statuses:
+                    return None
+                failure = self._status_error(resp, what)
+                if resp.status not in RETRY_STATUSES:
+                    raise failure
+                retry_after = resp.headers.get("Retry-After")
+            if attempt >= self.retry.attempts:
+                raise failure
+            self.retry.sleep(self.retry.delay(attempt, retry_after))
+
+    def get_or_none(self, path, what=None):
+        """GET ``path``; ``None`` on HTTP 404."""
+        try:
+            return self.get(path, what=what)
+        except K8sError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def server_side_apply(self, path, body, field_manager, force=False, dry_run=False, what=None):
+        """Server-side apply ``body`` at ``path`` (the object's URL) as ``field_manager``."""
+        query = {
+            "fieldManager": field_manager,
+            "force": "true" if force else None,
+            "dryRun": "All" if dry_run else None,
+        }
+        return self.send_typed("PATCH", path, body, query=query, content_type="application/apply-patch+yaml", what=what)
+
+    def delete_path(self, path, what=None):
+        """DELETE ``path``; returns False when it was already gone (HTTP 404)."""
+        return self.send_typed("DELETE", path, what=what, ok_statuses=(404,)) is not None
+
 
 def client_from_params(params, retry=None):
     """A :class:`K8sClient` from module params (keys of the kubeconfig fragment; unknown keys ignored)."""

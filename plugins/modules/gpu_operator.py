@@ -1,0 +1,256 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: gpu_operator
+short_description: Install, upgrade or remove the NVIDIA GPU Operator Helm release, CRDs first
+description:
+  - Drives the C(helm) CLI (v3 or v4) to install or upgrade the GPU Operator chart from a chart repository URL,
+    an C(oci://) reference or a local path, or to uninstall it.
+  - Before every install or upgrade it applies the target chart's CRDs by server-side apply (field manager
+    C(gpuops-gpu-operator)), because Helm never upgrades CRDs and the API server silently prunes fields an old
+    CRD does not know. It never uninstalls to reinstall.
+  - Refuses an upgrade the GPU Operator life-cycle policy does not support (one that skips a major release
+    C(YY.MM)) and any downgrade, unless O(force=true).
+  - Idempotent. Nothing is written when the deployed chart version and its values (C(helm get values)) equal the
+    target version and the effective values, and the CRDs match the chart's.
+  - The effective values are the user's O(values_files) and O(values) (they always win) on top of values
+    synthesised from O(fleet) (see the C(gpuops.gpu_operator.operator_values) filter) and, with O(detect=true),
+    from the cluster (C(nfd.enabled=false) when nodes already carry NFD labels; C(dcgmExporter.serviceMonitor.enabled)
+    only when the ServiceMonitor CRD exists). They are passed to helm as one values file with C(--reset-values).
+  - After a write it waits up to O(ready_timeout) seconds for ClusterPolicy C(status.state=ready) (and every
+    NVIDIADriver when the CRD mode is on); when not ready it fails with the conditions and the not-ready operands
+    per node.
+  - When the helm write fails it rolls back to the last good revision and reports both outcomes.
+author:
+  - gpuops.gpu_operator contributors (@gpuops)
+extends_documentation_fragment:
+  - gpuops.gpu_operator.kubeconfig
+  - gpuops.gpu_operator.helm
+attributes:
+  check_mode:
+    support: full
+    description: Returns the plan (chart version change, values diff, CRD changes); writes nothing to the cluster.
+  diff_mode:
+    support: full
+    description: Returns the values and the rendered manifests before and after.
+notes:
+  - With helm v4 (server-side apply) an upgrade after another client changed a field the chart renders (for example
+    a canary that patched C(spec.driver.version) of the ClusterPolicy) is a field-manager conflict.
+    O(force_conflicts=true), the default, passes C(--force-conflicts) so the chart's values win, as helm v3's
+    three-way merge does. Set it to V(false) to fail on such conflicts instead.
+  - The namespace is not created unless O(create_namespace=true); the C(gpuops.gpu_operator.gpu_operator_install)
+    role creates it with the PodSecurity C(privileged) labels the operands need.
+  - Needs the RBAC rules in the collection's C(docs/rbac.yml) (Helm release Secrets, CRDs, the chart's objects).
+seealso:
+  - module: gpuops.gpu_operator.gpu_cluster_info
+  - name: GPU Operator upgrade guide
+    description: NVIDIA's page on upgrading the operator (CRDs first).
+    link: https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/upgrade.html
+options:
+  state:
+    description: V(present) installs or upgrades the release; V(absent) uninstalls it.
+    type: str
+    choices: [present, absent]
+    default: present
+  force:
+    description:
+      - Allow a downgrade or an upgrade that skips a major release, which the life-cycle policy does not support.
+    type: bool
+    default: false
+  remove_crds:
+    description:
+      - With O(state=absent), also delete the chart's CRDs (and with them every ClusterPolicy and NVIDIADriver).
+      - By default CRDs stay, as Helm leaves them.
+    type: bool
+    default: false
+  ready_timeout:
+    description:
+      - Seconds to wait after an install or upgrade for the ClusterPolicy to be ready; V(0) skips the wait.
+    type: int
+    default: 600
+"""
+
+EXAMPLES = r"""
+- name: Install or upgrade the GPU Operator from NVIDIA's repository
+  gpuops.gpu_operator.gpu_operator:
+    chart_repo_url: https://helm.ngc.nvidia.com/nvidia
+    chart_ref: gpu-operator
+    chart_version: v26.7.0
+    release_namespace: gpu-operator
+    values:
+      driver:
+        version: 595.91.07
+
+- name: Plan only (check mode) and show the values diff
+  gpuops.gpu_operator.gpu_operator:
+    chart_repo_url: https://helm.ngc.nvidia.com/nvidia
+    chart_ref: gpu-operator
+    chart_version: v26.7.0
+  check_mode: true
+  diff: true
+  register: gpu_operator_plan
+
+- name: Values synthesised from host facts and inventory, user values on top
+  gpuops.gpu_operator.gpu_operator:
+    chart_ref: oci://registry.example.com/charts/gpu-operator
+    chart_version: v26.3.3
+    fleet: "{{ hostvars | gpuops.gpu_operator.operator_values(groups['gpu_hosts']) }}"
+    values_files:
+      - files/gpu-operator-site.yml
+
+- name: Remove the release, keep the CRDs
+  gpuops.gpu_operator.gpu_operator:
+    state: absent
+"""
+
+RETURN = r"""
+plan:
+  description:
+    - What the run does (or, in check mode, would do). C(action) is V(install), V(upgrade), V(update) (same
+      version, other values), V(crds) (only CRDs change), V(uninstall) or V(none).
+    - C(from_version), C(to_version), C(app_version), C(release_status), C(values_changed) (dotted value paths),
+      C(crd_changes) (per CRD C(name), C(action) V(create)/V(update)/V(none), C(fields_added), C(fields_removed)),
+      C(values_reasons) (why each synthesised value was chosen).
+  returned: always
+  type: dict
+  sample:
+    action: upgrade
+    from_version: v25.10.1
+    to_version: v26.3.3
+    values_changed: [driver.version]
+    crd_changes: [{name: clusterpolicies.nvidia.com, action: update, fields_added: [v1:spec.sandboxWorkloads.mode]}]
+values:
+  description: The effective values passed to helm (user values on top of the synthesised ones).
+  returned: when O(state=present)
+  type: dict
+  sample: {driver: {enabled: true}, nfd: {enabled: false}, dcgmExporter: {serviceMonitor: {enabled: false}}}
+release:
+  description: The release after the run (C(helm get metadata)); null when there is none.
+  returned: always
+  type: dict
+  sample: {name: gpu-operator, namespace: gpu-operator, chart_version: v26.3.3, revision: 2, status: deployed}
+crds_applied:
+  description: CRDs applied by server-side apply before the helm write.
+  returned: when the release was installed or upgraded
+  type: list
+  elements: str
+crds_removed:
+  description: CRDs deleted (with O(remove_crds=true)); in check mode the ones that would be.
+  returned: when O(state=absent)
+  type: list
+  elements: str
+readiness:
+  description:
+    - After a write with O(ready_timeout) > 0. C(ready), C(state), C(conditions) of the ClusterPolicy,
+      C(nvidia_drivers) states, C(not_ready_operands) (node -> components), C(unscheduled_operands), C(waited_s).
+  returned: when the release was written and O(ready_timeout) > 0
+  type: dict
+  sample: {ready: true, state: ready, conditions: [], not_ready_operands: {}, waited_s: 12.5}
+helm_version:
+  description: The helm binary's version.
+  returned: always
+  type: str
+  sample: v4.0.1
+helm_error:
+  description: The helm failure when an install or upgrade failed.
+  returned: on failure of the helm write
+  type: str
+rollback_error:
+  description: The rollback failure, null when the rollback succeeded.
+  returned: on failure of the helm write with an earlier revision
+  type: str
+rolled_back:
+  description: Whether the release was rolled back after a failed helm write.
+  returned: on failure of the helm write
+  type: bool
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._helm import HELM_ARG_SPEC, Helm, HelmError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (
+    K8sError,
+    client_from_params,
+    kubeconfig_secrets,
+    require_kubernetes,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s_args import KUBECONFIG_ARG_SPEC
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator_release import (
+    OperatorRelease,
+    ReleaseError,
+    ReleaseParams,
+    helm_kubeconfig,
+)
+
+
+def argspec():
+    spec = dict(KUBECONFIG_ARG_SPEC)
+    spec.update(HELM_ARG_SPEC)
+    spec.update(
+        state={"type": "str", "choices": ["present", "absent"], "default": "present"},
+        force={"type": "bool", "default": False},
+        remove_crds={"type": "bool", "default": False},
+        ready_timeout={"type": "int", "default": 600},
+    )
+    return spec
+
+
+def helm_client(module):
+    p = module.params
+    helm = Helm(
+        module,
+        binary=p["helm_binary"],
+        context=p["context"],
+        username=p["chart_repo_username"],
+        password=p["chart_repo_password"],
+    )
+    helm.kubeconfig = helm_kubeconfig(p["kubeconfig"], helm.tmpdir)
+    if p["host"]:
+        helm.env["HELM_KUBEAPISERVER"] = p["host"]
+    if p["api_key"]:
+        helm.env["HELM_KUBETOKEN"] = p["api_key"]
+    if p["validate_certs"] is False:
+        helm.env["HELM_KUBEINSECURE_SKIP_TLS_VERIFY"] = "true"
+    return helm
+
+
+def execute_module(module):
+    module.no_log_values.update(kubeconfig_secrets(module.params["kubeconfig"]))
+    kube = client_from_params(module.params)  # validates kubeconfig and context with a clear message first
+    with helm_client(module) as helm:
+        version = "v%d.%d.%d" % helm.version()
+        release = OperatorRelease(
+            ReleaseParams.from_module(module.params), helm, kube, check_mode=module.check_mode, diff=module._diff
+        )
+        try:
+            result = release.run()
+        except ReleaseError as exc:
+            module.fail_json(msg=exc.msg, helm_version=version, warnings=release.warnings, **exc.details)
+        for warning in release.warnings:
+            module.warn(warning)
+        module.exit_json(helm_version=version, **result)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=argspec(),
+        supports_check_mode=True,
+        required_if=[("state", "present", ["chart_ref"])],
+    )
+    require_kubernetes(module)
+    try:
+        execute_module(module)
+    except (K8sError, HelmError) as exc:
+        module.fail_json(msg=exc.msg, **getattr(exc, "result", {}))
+
+
+if __name__ == "__main__":
+    main()

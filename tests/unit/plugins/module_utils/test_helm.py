@@ -1,0 +1,180 @@
+"""Specification of plugins/module_utils/_helm.py: the helm CLI funnel, v3 and v4, with a recording module stub."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._helm import (
+    REPO_ALIAS,
+    ChartRef,
+    Helm,
+    HelmError,
+    parse_version,
+)
+
+
+class FakeModule:
+    """Answers run_command from (predicate, (rc, out, err)) rules; records every call."""
+
+    def __init__(self, version="v4.0.1", rules=()):
+        self.calls = []
+        self.rules = list(rules)
+        self.version = version
+
+    def get_bin_path(self, name):
+        return "/usr/bin/" + name
+
+    def run_command(self, cmd, data=None, environ_update=None, check_rc=False):
+        self.calls.append({"cmd": cmd, "data": data, "env": dict(environ_update or {})})
+        if cmd[1] == "version":
+            return 0, self.version, ""
+        for pred, answer in self.rules:
+            if pred(cmd):
+                return answer
+        return 0, "", ""
+
+    def cmds(self, sub):
+        return [c["cmd"] for c in self.calls if c["cmd"][1] == sub]
+
+
+def helm(module, **kwargs):
+    kwargs.setdefault("kubeconfig", "/kc")
+    h = Helm(module, **kwargs)
+    return h
+
+
+REPO = ChartRef("gpu-operator", "https://charts.example/nvidia/")
+
+
+def test_versions_3_and_4_are_supported_and_others_refused():
+    assert parse_version("v3.19.2+g8766e71") == (3, 19, 2)
+    assert helm(FakeModule("v3.19.2")).major == 3
+    assert helm(FakeModule("v4.0.1")).major == 4
+    with pytest.raises(HelmError, match="supports helm v3 and v4"):
+        helm(FakeModule("v2.17.0")).version()
+
+
+def test_a_missing_helm_binary_names_the_option(tmp_path):
+    with pytest.raises(HelmError, match="helm_binary"):
+        Helm(FakeModule(), binary=str(tmp_path / "nope"))
+
+
+def test_chart_reference_kinds(tmp_path):
+    assert REPO.kind == "repo" and REPO.repo_url == "https://charts.example/nvidia"
+    assert ChartRef("oci://nvcr.io/nvidia/gpu-operator").registry_host == "nvcr.io"
+    (tmp_path / "chart").mkdir()
+    assert ChartRef(str(tmp_path / "chart")).kind == "local"
+    with pytest.raises(ValueError, match="chart_repo_url"):
+        ChartRef("nvidia/gpu-operator")
+    with pytest.raises(ValueError, match="bare chart name"):
+        ChartRef("oci://x/y", "https://charts.example")
+
+
+def test_a_repository_chart_uses_a_private_repo_config_and_its_alias():
+    m = FakeModule()
+    h = helm(m)
+    h.show_chart(REPO, "v26.3.3")
+    add, show = m.cmds("repo")[0], m.cmds("show")[0]
+    assert add[:5] == ["/usr/bin/helm", "repo", "add", REPO_ALIAS, "https://charts.example/nvidia"]
+    assert show[2:6] == ["chart", REPO_ALIAS + "/gpu-operator", "--version", "v26.3.3"]
+    env = m.calls[-1]["env"]
+    assert env["HELM_REPOSITORY_CONFIG"].startswith(h.tmpdir) and env["LC_ALL"] == "C"
+    h.show_values(REPO, "v26.3.3")
+    assert len(m.cmds("repo")) == 1  # registered once per run
+    h.close()
+    assert not os.path.exists(h.tmpdir)
+
+
+def test_repository_credentials_go_to_stdin_never_to_the_command_line():
+    m = FakeModule()
+    h = helm(m, username="robot", password="s3cret")
+    h.show_chart(REPO)
+    add = [c for c in m.calls if c["cmd"][1] == "repo"][0]
+    assert "--password-stdin" in add["cmd"] and add["data"] == "s3cret"
+    assert all("s3cret" not in " ".join(c["cmd"]) for c in m.calls)
+
+
+def test_registry_login_for_oci_uses_stdin_and_a_private_registry_config():
+    m = FakeModule()
+    h = helm(m, username="robot", password="s3cret")
+    h.show_chart(ChartRef("oci://nvcr.io/nvidia/gpu-operator"), "v26.7.0")
+    login = [c for c in m.calls if c["cmd"][1] == "registry"][0]
+    assert login["cmd"][2:4] == ["login", "nvcr.io"] and login["data"] == "s3cret"
+    assert login["env"]["HELM_REGISTRY_CONFIG"].startswith(h.tmpdir)
+    assert all("s3cret" not in " ".join(c["cmd"]) for c in m.calls)
+
+
+def test_an_unreachable_repository_is_named_in_the_error():
+    m = FakeModule(rules=[(lambda c: c[1] == "repo", (1, "", "Error: looks like ... connection refused"))])
+    with pytest.raises(
+        HelmError, match="chart repository https://charts.example/nvidia is unreachable.*chart_repo_url"
+    ):
+        helm(m).show_chart(REPO, "v26.3.3")
+
+
+def test_an_unknown_chart_version_is_named_in_the_error():
+    err = 'Error: chart "gpu-operator" matching v9.9.9 not found in gpuops-chart-repo index'
+    m = FakeModule(rules=[(lambda c: c[1] == "show", (1, "", err))])
+    with pytest.raises(HelmError, match="chart version v9.9.9 of chart gpu-operator from repository .* was not found"):
+        helm(m).show_chart(REPO, "v9.9.9")
+
+
+def test_a_missing_release_is_none_and_metadata_is_mapped():
+    missing = FakeModule(rules=[(lambda c: c[1] == "get", (1, "", "Error: release: not found"))])
+    assert helm(missing).release("gpu-operator", "gpu-operator") is None
+    meta = {
+        "name": "gpu-operator",
+        "chart": "gpu-operator",
+        "version": "v26.3.3",
+        "appVersion": "v26.3.3",
+        "revision": 2,
+        "status": "deployed",
+        "namespace": "gpu-operator",
+    }
+    found = FakeModule(rules=[(lambda c: c[1] == "get", (0, json.dumps(meta), ""))])
+    rel = helm(found, context="ctx").release("gpu-operator", "gpu-operator")
+    assert rel["chart_version"] == "v26.3.3" and rel["revision"] == 2 and rel["status"] == "deployed"
+    cmd = found.cmds("get")[0]
+    assert cmd[-4:] == ["--kubeconfig", "/kc", "--kube-context", "ctx"]
+
+
+def test_a_wrong_context_is_named():
+    m = FakeModule(rules=[(lambda c: c[1] == "get", (1, "", 'Error: context "nope" does not exist'))])
+    with pytest.raises(HelmError, match="context 'nope' does not exist"):
+        helm(m, context="nope").release("gpu-operator", "gpu-operator")
+
+
+@pytest.mark.parametrize("version, v4", [("v3.19.2", False), ("v4.0.1", True)])
+def test_upgrade_flags_per_helm_major(version, v4):
+    m = FakeModule(version)
+    helm(m).upgrade("gpu-operator", "ns", REPO, "v26.3.3", "/tmp/v.yaml", wait=True, timeout=120)
+    cmd = m.cmds("upgrade")[0]
+    assert cmd[1:4] == ["upgrade", "--install", "gpu-operator"]
+    for flag in ("--reset-values", "--disable-openapi-validation", "--wait"):
+        assert flag in cmd
+    assert cmd[cmd.index("-f") + 1] == "/tmp/v.yaml" and cmd[cmd.index("--timeout") + 1] == "120s"
+    assert ("--force-conflicts" in cmd) is v4
+    assert ("--server-side=auto" in cmd) is v4
+
+
+def test_force_conflicts_can_be_turned_off_on_v4():
+    m = FakeModule("v4.0.1")
+    helm(m).upgrade("r", "ns", REPO, "v26.3.3", "/v", force_conflicts=False)
+    assert "--force-conflicts" not in m.cmds("upgrade")[0]
+
+
+def test_show_crds_keeps_only_crd_documents():
+    crds = "kind: CustomResourceDefinition\nmetadata: {name: a}\n---\nkind: ConfigMap\n---\n"
+    m = FakeModule(rules=[(lambda c: c[1:3] == ["show", "crds"], (0, crds, ""))])
+    assert [c["metadata"]["name"] for c in helm(m).show_crds(REPO, "v26.3.3")] == ["a"]
+
+
+def test_a_failing_command_reports_cmd_rc_and_stderr():
+    m = FakeModule(rules=[(lambda c: c[1] == "rollback", (1, "", "Error: boom"))])
+    with pytest.raises(HelmError) as exc:
+        helm(m).rollback("r", "ns", 3)
+    assert exc.value.result["rc"] == 1 and "boom" in exc.value.msg
+    assert exc.value.result["cmd"][1:4] == ["rollback", "r", "3"]

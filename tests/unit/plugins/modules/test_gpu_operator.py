@@ -1,0 +1,135 @@
+"""Specification of plugins/modules/gpu_operator.py: argument spec = docs, input errors named, result shape.
+The life cycle itself is specified in tests/unit/plugins/module_utils/test_operator_release.py."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+import yaml
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gpuops.gpu_operator.plugins.doc_fragments import helm as helm_fragment
+from ansible_collections.gpuops.gpu_operator.plugins.doc_fragments import kubeconfig as kubeconfig_fragment
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _operator_release
+from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_operator
+
+KUBECONFIG = {
+    "apiVersion": "v1",
+    "kind": "Config",
+    "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+    "users": [{"name": "u", "user": {"token": "tok-en-secret"}}],
+    "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"}}],
+    "current-context": "ctx",
+}
+
+
+def run_module(monkeypatch, **args):
+    outcome = {}
+
+    def capture(kind):
+        def _exit(self, **kwargs):
+            outcome.update(kwargs, _kind=kind, _no_log=set(self.no_log_values))
+            raise SystemExit(0 if kind == "exit" else 1)
+
+        return _exit
+
+    monkeypatch.setattr(gpu_operator.AnsibleModule, "exit_json", capture("exit"))
+    monkeypatch.setattr(gpu_operator.AnsibleModule, "fail_json", capture("fail"))
+    with patch_module_args(args), pytest.raises(SystemExit):
+        gpu_operator.main()
+    return outcome
+
+
+def fake_helm(tmp_path, version="v4.0.1"):
+    script = tmp_path / "helm"
+    script.write_text("#!/bin/sh\nif [ \"$1\" = version ]; then printf '%s'; exit 0; fi\nexit 0\n" % version)
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_every_option_is_documented_and_every_documented_option_exists():
+    documented = set(yaml.safe_load(gpu_operator.DOCUMENTATION)["options"])
+    for fragment in (helm_fragment, kubeconfig_fragment):
+        documented |= set(yaml.safe_load(fragment.ModuleDocFragment.DOCUMENTATION)["options"])
+    assert documented == set(gpu_operator.argspec())
+
+
+def test_the_password_is_no_log():
+    assert gpu_operator.argspec()["chart_repo_password"]["no_log"] is True
+
+
+def test_present_needs_a_chart_ref(monkeypatch):
+    out = run_module(monkeypatch, state="present")
+    assert out["_kind"] == "fail" and "chart_ref" in out["msg"]
+
+
+def test_a_wrong_context_fails_naming_it_and_the_available_ones(monkeypatch, tmp_path):
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(yaml.safe_dump(KUBECONFIG))
+    out = run_module(
+        monkeypatch, chart_ref="gpu-operator", chart_repo_url="http://x", kubeconfig=str(kc), context="nope"
+    )
+    assert out["_kind"] == "fail" and "context 'nope' is not in kubeconfig" in out["msg"] and "ctx" in out["msg"]
+
+
+def test_a_missing_helm_binary_fails_naming_the_option(monkeypatch, tmp_path):
+    out = run_module(
+        monkeypatch,
+        chart_ref="gpu-operator",
+        chart_repo_url="http://x",
+        kubeconfig=KUBECONFIG,
+        helm_binary=str(tmp_path / "no-helm"),
+    )
+    assert out["_kind"] == "fail" and "helm_binary" in out["msg"]
+
+
+def test_an_inline_kubeconfig_reaches_helm_as_a_private_file_and_its_token_is_no_log(monkeypatch, tmp_path):
+    seen = {}
+
+    class Recorder:
+        def __init__(self, params, helm, kube, check_mode=False, diff=False):
+            seen["kubeconfig"] = helm.kubeconfig
+            seen["mode"] = stat.S_IMODE(os.stat(helm.kubeconfig).st_mode)
+            with open(helm.kubeconfig) as handle:
+                seen["content"] = yaml.safe_load(handle)
+            seen["check_mode"] = check_mode
+            self.warnings = []
+
+        def run(self):
+            return {"changed": False, "plan": {"action": "none"}, "release": None}
+
+    monkeypatch.setattr(gpu_operator, "OperatorRelease", Recorder)
+    out = run_module(
+        monkeypatch,
+        chart_ref="gpu-operator",
+        chart_repo_url="http://x",
+        kubeconfig=KUBECONFIG,
+        helm_binary=fake_helm(tmp_path),
+        _ansible_check_mode=True,
+    )
+    assert out["_kind"] == "exit" and out["helm_version"] == "v4.0.1" and out["changed"] is False
+    assert seen["mode"] == 0o600 and seen["content"]["current-context"] == "ctx" and seen["check_mode"] is True
+    assert not os.path.exists(seen["kubeconfig"])  # removed with helm's temporary directory
+    assert "tok-en-secret" in out["_no_log"]
+
+
+def test_a_refusal_fails_with_its_reason_and_details(monkeypatch, tmp_path):
+    class Refuses:
+        def __init__(self, *a, **kw):
+            self.warnings = []
+
+        def run(self):
+            raise _operator_release.ReleaseError("upgrade from v25.10.1 to v26.7.0 skips ...", refused=True)
+
+    monkeypatch.setattr(gpu_operator, "OperatorRelease", Refuses)
+    out = run_module(
+        monkeypatch,
+        chart_ref="gpu-operator",
+        chart_repo_url="http://x",
+        kubeconfig=KUBECONFIG,
+        helm_binary=fake_helm(tmp_path, "v3.19.2"),
+    )
+    assert out["_kind"] == "fail" and out["refused"] is True and "skips" in out["msg"]
+    assert out["helm_version"] == "v3.19.2"
