@@ -339,7 +339,7 @@ def _cluster_entry(name, data):
 
 
 def _pool_of(host, node):
-    return host.get("pool") or ((node or {}).get("gpu") or {}).get("product") or "default"
+    return host.get("pool") or ((node or {}).get("gpu") or {}).get("product") or "unknown"
 
 
 def fleet_rows(hosts, clusters, thermal_warning_c=85):
