@@ -9,13 +9,20 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 name: fleet_summary
-short_description: Join GPU host facts with the cluster's GPU view and give each node a verdict
+short_description: Validate every GPU node and name the failing layer, from host facts and the cluster's view
 version_added: 0.1.0
 author: gpuops.gpu_operator contributors (@gpuops)
 description:
   - Joins each host's M(gpuops.gpu_operator.nvidia_gpu_facts) facts with the node that
-    M(gpuops.gpu_operator.gpu_cluster_info) reports, and names the first failing layer in dependency order
-    (C(driver), C(node), C(toolkit), C(device-plugin), C(gpu-health)) with evidence and a fix.
+    M(gpuops.gpu_operator.gpu_cluster_info) reports and, when given, the node's
+    M(gpuops.gpu_operator.gpu_smoke_test) result and its monitoring data, and runs the checks in order - host NVML,
+    node Ready, GPU labels, allocatable against the NVML GPU count, operand pods, MIG, smoke pod, monitoring.
+  - Each failing check is a finding with a layer, evidence and a fix. The node's verdict names the lowest failing
+    layer in dependency order - C(driver), C(node), C(toolkit), C(device-plugin), C(gpu-health), C(mig),
+    C(scheduling), C(workload), C(monitoring).
+  - Filters P(gpuops.gpu_operator.fleet_report_markdown#filter) (the Markdown report) and
+    P(gpuops.gpu_operator.fleet_failure#filter) (whether the play fails) take its result; the
+    C(gpuops.gpu_operator.gpu_validate) role uses all three.
 options:
   _input:
     description:
@@ -26,28 +33,54 @@ options:
     description: The C(nodes) result of M(gpuops.gpu_operator.gpu_cluster_info).
     type: dict
     required: true
+  smoke:
+    description: The C(nodes) result of M(gpuops.gpu_operator.gpu_smoke_test); omitted or null when no smoke test ran.
+    type: dict
+  monitoring:
+    description:
+      - Omitted or null to skip the monitoring check.
+      - "With Prometheus, a dict with C(source=prometheus), C(series) and C(xid) (the C(data.result) of the instant
+        queries C(count by (Hostname) (DCGM_FI_DEV_GPU_UTIL)) and C(DCGM_FI_DEV_XID_ERRORS)) and C(node_label)
+        (default C(Hostname))."
+      - Without, a dict with C(source=endpoints) and C(endpoint_slices) (the C(nvidia-dcgm-exporter) EndpointSlices).
+    type: dict
+  mig_layouts:
+    description:
+      - "MIG instances per GPU by profile for each C(nvidia.com/mig.config) name, for example
+        C({all-balanced: {1g.10gb: 2, 2g.20gb: 1, 3g.40gb: 1}}). Uniform C(all-<g>g.<m>gb) configs are derived."
+    type: dict
+  sandbox_events:
+    description: C(FailedCreatePodSandBox) Events of the operator namespace, quoted as evidence for the toolkit layer.
+    type: list
+    elements: dict
 """
 
 EXAMPLES = r"""
-- name: Summarise the fleet
+- name: Validate the fleet
   ansible.builtin.set_fact:
-    fleet: "{{ gpu_hosts_facts | gpuops.gpu_operator.fleet_summary(cluster.nodes) }}"
+    fleet: "{{ gpu_hosts_facts | gpuops.gpu_operator.fleet_summary(cluster.nodes, smoke=smoke.nodes) }}"
+
 """
 
 RETURN = r"""
 _value:
   description:
     - C(rows) (one per host - C(host), C(node), C(pool), C(nvml_gpus), C(driver_version), C(health),
-      C(allocatable), C(product), C(verdict) (V(pass) or V(fail)), C(failing_layer), C(findings)),
-      C(passed), C(failed) and C(lines) (a plain-text table).
+      C(allocatable), C(product), C(mig_config), C(smoke), C(checks) (outcome per check - V(pass), V(fail) or
+      V(skipped)), C(verdict) (V(pass) or V(fail)), C(failing_layer), C(evidence) (of the failing layer) and
+      C(findings) (C(check), C(layer), C(evidence), C(fix), lowest layer first)), C(passed), C(failed),
+      C(failed_by_layer), C(layers), C(checks) and C(lines) (a plain-text table).
   type: dict
 """
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._fleet import fleet_summary, summary_lines  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._fleet import (  # noqa: E402
+    fleet_summary,
+    summary_lines,
+)
 
 
-def _fleet_summary(hosts, nodes):
-    summary = fleet_summary(hosts, nodes)
+def _fleet_summary(hosts, nodes, smoke=None, monitoring=None, mig_layouts=None, sandbox_events=None):
+    summary = fleet_summary(hosts, nodes, smoke, monitoring, mig_layouts, sandbox_events)
     summary["lines"] = summary_lines(summary)
     return summary
 

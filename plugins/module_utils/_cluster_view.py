@@ -185,7 +185,7 @@ def pod_summary(pod):
     statuses = (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
     restarts = 0
     waiting_reason = None
-    last_termination = None  # (finishedAt, reason, container)
+    last_termination = None  # (finishedAt, reason, container, message)
     for cs in statuses:
         restarts += cs.get("restartCount") or 0
         state = cs.get("state") or {}
@@ -196,7 +196,7 @@ def pod_summary(pod):
             if term and term.get("reason") and term.get("reason") != "Completed":
                 key = term.get("finishedAt") or ""
                 if last_termination is None or key >= last_termination[0]:
-                    last_termination = (key, term.get("reason"), cs.get("name"))
+                    last_termination = (key, term.get("reason"), cs.get("name"), term.get("message"))
     ready = _conditions(status.get("conditions")).get("Ready", {}).get("status") == "True"
     return {
         "name": meta.get("name"),
@@ -206,6 +206,7 @@ def pod_summary(pod):
         "waiting_reason": waiting_reason,
         "last_termination_reason": last_termination[1] if last_termination else None,
         "last_termination_container": last_termination[2] if last_termination else None,
+        "last_termination_message": (last_termination[3] or "")[:500] or None if last_termination else None,
         "terminating": bool(meta.get("deletionTimestamp")),
         "start_time": status.get("startTime"),
     }

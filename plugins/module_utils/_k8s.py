@@ -511,6 +511,86 @@ class K8sClient:
         """DELETE ``path``; returns False when it was already gone (HTTP 404)."""
         return self.send_typed("DELETE", path, what=what, ok_statuses=(404,)) is not None
 
+    # -- writes and non-JSON reads (added for gpu_smoke_test) ----------------------------------
+
+    def send(self, method, path, query=None, body=None, what=None, raw=False, accept_statuses=()):
+        """One request of any verb, retried like :meth:`get`; returns decoded JSON (or bytes with ``raw``).
+
+        A status in ``accept_statuses`` (e.g. 404 for a DELETE of something already gone, 409 for a CREATE
+        that a retried request already made) returns ``None`` instead of raising.
+        """
+        what = what or "%s %s" % (method, path)
+        url = self.url(path, query)
+        payload = None if body is None else json.dumps(body).encode("utf-8")
+        attempt = 0
+        while True:
+            attempt += 1
+            self.requests += 1
+            retry_after = None
+            headers = self._headers()
+            if payload is not None:
+                headers["Content-Type"] = "application/json"
+            try:
+                resp = self._pool.request(
+                    method, url, body=payload, headers=headers, timeout=self.timeout, retries=False
+                )
+            except urllib3.exceptions.SSLError as exc:
+                raise K8sError(
+                    "TLS to the API server %s failed for %s: %s. Check the cluster's certificate-authority in the "
+                    "kubeconfig (or validate_certs)." % (self.host, what, exc)
+                ) from exc
+            except urllib3.exceptions.HTTPError as exc:
+                failure = K8sError(
+                    "cannot reach the Kubernetes API server %s for %s after %d attempt(s): %s. Check that the server "
+                    "is up and that the kubeconfig/context points at it." % (self.host, what, attempt, exc)
+                )
+            else:
+                if 200 <= resp.status < 300:
+                    if raw:
+                        return resp.data
+                    try:
+                        return json.loads(resp.data) if resp.data else {}
+                    except ValueError as exc:
+                        raise K8sError(
+                            "the API server returned invalid JSON for %s: %s" % (what, exc), resp.status
+                        ) from exc
+                if resp.status in accept_statuses:
+                    return None
+                failure = self._status_error(resp, what)
+                if resp.status not in RETRY_STATUSES:
+                    raise failure
+                retry_after = resp.headers.get("Retry-After")
+            if attempt >= self.retry.attempts:
+                raise failure
+            self.retry.sleep(self.retry.delay(attempt, retry_after))
+
+    def create_pod(self, namespace, body):
+        """CREATE a pod; returns the created object (``None`` if a retried request had already made it)."""
+        path = "/api/v1/namespaces/%s/pods" % quote(namespace, safe="")
+        name = (body.get("metadata") or {}).get("name")
+        return self.send("POST", path, body=body, what="create pod %s/%s" % (namespace, name), accept_statuses=(409,))
+
+    def delete_pod(self, namespace, name, grace_period_seconds=0):
+        """DELETE a pod (propagation Background); a pod already gone is not an error. Returns True if deleted."""
+        path = "/api/v1/namespaces/%s/pods/%s" % (quote(namespace, safe=""), quote(name, safe=""))
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": grace_period_seconds}
+        out = self.send("DELETE", path, body=body, what="delete pod %s/%s" % (namespace, name), accept_statuses=(404,))
+        return out is not None
+
+    def pod_log(self, namespace, name, container=None, tail_lines=None, limit_bytes=None):
+        """The log of a pod's container as text (``None`` when the pod is gone)."""
+        path = "/api/v1/namespaces/%s/pods/%s/log" % (quote(namespace, safe=""), quote(name, safe=""))
+        query = {"container": container, "tailLines": tail_lines, "limitBytes": limit_bytes}
+        data = self.send(
+            "GET",
+            path,
+            query=query,
+            raw=True,
+            what="read the log of pod %s/%s" % (namespace, name),
+            accept_statuses=(404,),
+        )
+        return None if data is None else data.decode("utf-8", "replace")
+
 
 def client_from_params(params, retry=None):
     """A :class:`K8sClient` from module params (keys of the kubeconfig fragment; unknown keys ignored)."""

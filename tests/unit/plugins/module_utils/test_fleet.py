@@ -1,10 +1,24 @@
-"""Specs for the fleet summary: host facts joined with the cluster view, first failing layer per node."""
+"""Specs for GPU node validation: host facts joined with the cluster view, checks in order, lowest failing layer."""
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._fleet import (
+    CHECKS,
+    LAYERS,
+    endpoints_by_node,
+    expected_mig_resources,
     fleet_summary,
+    node_checks,
     node_findings,
+    prometheus_by_node,
+    should_fail,
     summary_lines,
+    summary_markdown,
 )
+
+LABELS = {
+    "nvidia.com/gpu.present": "true",
+    "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+    "nvidia.com/gpu.count": "8",
+}
 
 
 def nvml(count=8, available=True, health="ok", reason=None, gpus=None):
@@ -19,12 +33,32 @@ def nvml(count=8, available=True, health="ok", reason=None, gpus=None):
     }
 
 
-def node(allocatable=8, operands=None, mig=None):
+def node(allocatable=8, operands=None, mig=None, capacity=None, labels=None, ready=True, gpu=None):
     alloc = {"nvidia.com/gpu": allocatable}
     alloc.update(mig or {})
-    ready = {c: {"name": c + "-pod", "ready": True} for c in ("driver", "container-toolkit", "device-plugin")}
-    ready.update(operands or {})
-    return {"allocatable": alloc, "operands": ready, "gpu": {"product": "NVIDIA-H100-80GB-HBM3"}}
+    ops = {c: {"name": c + "-pod", "ready": True} for c in ("driver", "container-toolkit", "device-plugin")}
+    ops.update(operands or {})
+    return {
+        "allocatable": alloc,
+        "capacity": {"nvidia.com/gpu": allocatable if capacity is None else capacity},
+        "operands": ops,
+        "labels": dict(LABELS, **(labels or {})),
+        "ready": ready,
+        "conditions": {"Ready": {"status": "True" if ready else "False", "reason": "KubeletNotReady", "message": "x"}},
+        "gpu": gpu or {"product": "NVIDIA-H100-80GB-HBM3", "count": 8, "mig": {}},
+        "deploy": {},
+    }
+
+
+def mig_node(config, state="success", strategy="single", alloc=None):
+    gpu = {
+        "product": "A100",
+        "count": 8,
+        "mig": {"capable": True, "config": config, "config_state": state, "strategy": strategy},
+    }
+    n = node(gpu=gpu)
+    n["allocatable"] = alloc or {}
+    return n
 
 
 def host(facts, node_name="gpu-0"):
@@ -35,8 +69,37 @@ def layers(findings):
     return [f["layer"] for f in findings]
 
 
+def test_layers_and_checks_are_in_dependency_and_issue_order():
+    assert LAYERS == (
+        "driver",
+        "node",
+        "toolkit",
+        "device-plugin",
+        "gpu-health",
+        "mig",
+        "scheduling",
+        "workload",
+        "monitoring",
+    )
+    assert [c for c, _d in CHECKS] == [
+        "host",
+        "node",
+        "labels",
+        "allocatable",
+        "operands",
+        "mig",
+        "smoke",
+        "monitoring",
+    ]
+
+
 def test_a_healthy_node_whose_allocatable_matches_nvml_has_no_findings():
-    assert node_findings(host(nvml()), node()) == []
+    checks, findings = node_checks(
+        host(nvml()), node(), smoke={"status": "passed"}, monitoring={"source": "endpoints", "endpoint": True}
+    )
+    assert findings == []
+    assert set(checks.values()) == {"pass", "skipped"} and checks["smoke"] == checks["monitoring"] == "pass"
+    assert checks["mig"] == "skipped"
 
 
 def test_nvml_unavailable_is_a_driver_finding_with_the_hosts_hint():
@@ -46,16 +109,60 @@ def test_nvml_unavailable_is_a_driver_finding_with_the_hosts_hint():
     assert findings[0]["fix"] == "load the driver"
 
 
-def test_a_host_without_a_node_is_reported_at_the_node_layer():
-    assert layers(node_findings(host(nvml(), node_name="missing"), None)) == ["node"]
+def test_a_host_without_a_node_is_reported_at_the_node_layer_and_later_checks_are_skipped():
+    checks, findings = node_checks(host(nvml(), node_name="missing"), None)
+    assert layers(findings) == ["node"]
+    assert checks["labels"] == checks["smoke"] == "skipped"
 
 
-def test_operand_layers_are_reported_in_dependency_order():
-    crashing = {"name": "drv", "ready": False, "waiting_reason": "CrashLoopBackOff", "restarts": 7}
+def test_a_not_ready_node_is_a_node_finding():
+    assert layers(node_findings(host(nvml()), node(ready=False))) == ["node"]
+
+
+def test_missing_gpu_labels_are_named():
+    findings = node_findings(host(nvml()), node(labels={"nvidia.com/gpu.product": ""}))
+    assert layers(findings) == ["device-plugin"] and "nvidia.com/gpu.product" in findings[0]["evidence"]
+
+
+def test_operand_layers_are_reported_and_the_lowest_layer_is_the_verdict():
+    crashing = {
+        "name": "drv",
+        "ready": False,
+        "waiting_reason": "CrashLoopBackOff",
+        "restarts": 7,
+        "last_termination_message": "Unable to find a match: kernel-headers-5.15.0",
+    }
     down = {"name": "tk", "ready": False, "phase": "Pending", "restarts": 0}
-    findings = node_findings(host(nvml()), node(0, {"container-toolkit": down, "driver": crashing}))
-    assert layers(findings) == ["driver", "toolkit", "device-plugin"]
-    assert "CrashLoopBackOff" in findings[0]["evidence"] and "7 restarts" in findings[0]["evidence"]
+    summary = fleet_summary({"h": host(nvml())}, {"gpu-0": node(0, {"container-toolkit": down, "driver": crashing})})
+    row = summary["rows"][0]
+    assert [f["layer"] for f in row["findings"]] == ["driver", "toolkit", "device-plugin"]
+    assert row["failing_layer"] == "driver"
+    assert "CrashLoopBackOff" in row["evidence"][0] and "kernel-headers" in row["evidence"][0]
+
+
+def test_operands_stuck_in_container_creating_name_the_toolkit_with_the_sandbox_event():
+    stuck = {"name": "nvidia-device-plugin-daemonset-x", "ready": False, "waiting_reason": "ContainerCreating"}
+    events = [
+        {
+            "involvedObject": {"kind": "Pod", "name": "nvidia-device-plugin-daemonset-x"},
+            "message": 'no runtime for "nvidia" is configured',
+        }
+    ]
+    summary = fleet_summary({"h": host(nvml())}, {"gpu-0": node(0, {"device-plugin": stuck})}, sandbox_events=events)
+    row = summary["rows"][0]
+    assert row["failing_layer"] == "toolkit"
+    assert 'no runtime for "nvidia"' in row["evidence"][0]
+
+
+def test_a_failing_validator_is_attributed_to_the_component_it_validates():
+    validator = {
+        "name": "nvidia-operator-validator-x",
+        "ready": False,
+        "waiting_reason": "CrashLoopBackOff",
+        "last_termination_message": "driver-validation: failed to validate the driver",
+    }
+    findings = node_findings(host(nvml()), node(operands={"operator-validator": validator}))
+    assert layers(findings) == ["driver"]
 
 
 def test_fewer_advertised_gpus_than_nvml_counts_is_a_device_plugin_finding():
@@ -64,8 +171,14 @@ def test_fewer_advertised_gpus_than_nvml_counts_is_a_device_plugin_finding():
     assert "nvidia.com/gpu=7" in findings[0]["evidence"] and "8 GPUs" in findings[0]["evidence"]
 
 
-def test_mig_resources_replace_the_whole_gpu_count_check():
-    assert node_findings(host(nvml(8)), node(0, mig={"nvidia.com/mig-1g.10gb": 56})) == []
+def test_allocatable_below_a_full_capacity_means_the_plugin_marked_gpus_unhealthy():
+    findings = node_findings(host(nvml(8)), node(7, capacity=8))
+    assert layers(findings) == ["gpu-health"] and "1 GPU(s) unhealthy" in findings[0]["evidence"]
+
+
+def test_time_slicing_replicas_multiply_the_expected_count():
+    gpu = {"product": "T4", "count": 1, "replicas": 4, "mig": {}}
+    assert node_findings(host(nvml(1)), node(4, gpu=gpu)) == []
 
 
 def test_critical_gpu_health_lists_every_reason_once():
@@ -78,10 +191,113 @@ def test_critical_gpu_health_lists_every_reason_once():
     assert findings[0]["evidence"] == "critical GPU health: row_remap_pending, uncorrectable_ecc"
 
 
-def test_fleet_summary_counts_verdicts_and_names_the_first_failing_layer():
+def test_uniform_mig_configs_expect_instances_per_gpu_by_strategy():
+    assert expected_mig_resources(mig_node("all-1g.10gb"), 8) == {"nvidia.com/gpu": 56}
+    assert expected_mig_resources(mig_node("all-3g.40gb", strategy="mixed"), 8) == {"nvidia.com/mig-3g.40gb": 16}
+    assert expected_mig_resources(mig_node("all-balanced", strategy="mixed"), 8) is None
+    layout = {"all-balanced": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}}
+    assert expected_mig_resources(mig_node("all-balanced", strategy="mixed"), 2, layout) == {
+        "nvidia.com/mig-1g.10gb": 4,
+        "nvidia.com/mig-2g.20gb": 2,
+        "nvidia.com/mig-3g.40gb": 2,
+    }
+
+
+def test_a_mig_node_passes_when_its_layout_is_applied_and_advertised():
+    n = mig_node("all-1g.10gb", alloc={"nvidia.com/gpu": 56})
+    checks, findings = node_checks(host(nvml(8)), n)
+    assert findings == [] and checks["mig"] == "pass" and checks["allocatable"] == "skipped"
+
+
+def test_a_failed_mig_config_state_is_a_mig_finding():
+    findings = node_findings(host(nvml(8)), mig_node("all-1g.10gb", state="failed", alloc={"nvidia.com/gpu": 8}))
+    assert layers(findings) == ["mig"] and "mig.config.state=failed" in findings[0]["evidence"]
+
+
+def test_mig_resources_that_do_not_match_the_layout_are_a_mig_finding():
+    n = mig_node("all-3g.40gb", strategy="mixed", alloc={"nvidia.com/mig-3g.40gb": 8, "nvidia.com/gpu": 0})
+    findings = node_findings(host(nvml(8)), n)
+    assert layers(findings) == ["mig"]
+    assert (
+        "nvidia.com/mig-3g.40gb=16" in findings[0]["evidence"] and "nvidia.com/mig-3g.40gb=8" in findings[0]["evidence"]
+    )
+
+
+def test_a_pending_smoke_pod_is_a_scheduling_finding_quoting_the_scheduler():
+    smoke = {"status": "pending", "pod": "p", "reason": "0/5 nodes are available: 1 Insufficient nvidia.com/gpu."}
+    findings = node_findings(host(nvml()), node(), smoke=smoke)
+    assert layers(findings) == ["scheduling"] and "Insufficient nvidia.com/gpu" in findings[0]["evidence"]
+
+
+def test_a_failed_smoke_pod_is_a_workload_finding_with_the_last_log_line():
+    smoke = {"status": "failed", "pod": "p", "reason": "exit code 1: Error", "logs": "start\nCUDA error: no device\n"}
+    findings = node_findings(host(nvml()), node(), smoke=smoke)
+    assert layers(findings) == ["workload"] and "CUDA error: no device" in findings[0]["evidence"]
+
+
+def test_a_host_missing_from_the_smoke_results_fails_when_a_smoke_test_ran():
+    summary = fleet_summary({"h": host(nvml())}, {"gpu-0": node()}, smoke={})
+    assert summary["rows"][0]["failing_layer"] == "workload"
+
+
+def test_prometheus_series_per_node_are_compared_with_the_gpu_count():
+    series = [
+        {"metric": {"Hostname": "gpu-0"}, "value": [0, "6"]},
+        {"metric": {"Hostname": "gpu-1"}, "value": [0, "8"]},
+    ]
+    xid = [{"metric": {"Hostname": "gpu-1", "gpu": "0"}, "value": [0, "79"]}]
+    per = prometheus_by_node(series, xid)
+    assert per["gpu-0"]["series"] == 6 and per["gpu-1"]["xid"] == {"0": 79}
+    hosts = {"a": host(nvml(), "gpu-0"), "b": host(nvml(), "gpu-1"), "c": host(nvml(), "gpu-2")}
+    nodes = {"gpu-0": node(), "gpu-1": node(), "gpu-2": node()}
+    rows = fleet_summary(hosts, nodes, monitoring={"source": "prometheus", "series": series, "xid": xid})["rows"]
+    assert [r["failing_layer"] for r in rows] == ["monitoring", "gpu-health", "monitoring"]
+    assert "6 of 8 GPUs" in rows[0]["evidence"][0] and "Xid 79" in rows[1]["evidence"][0]
+    assert "0 of 8 GPUs" in rows[2]["evidence"][0]
+
+
+def test_without_prometheus_a_ready_exporter_endpoint_per_node_is_required():
+    slices = [
+        {
+            "endpoints": [
+                {"nodeName": "gpu-0", "conditions": {"ready": True}},
+                {"nodeName": "gpu-1", "conditions": {"ready": False}},
+            ]
+        }
+    ]
+    assert endpoints_by_node(slices) == {"gpu-0": {"source": "endpoints", "endpoint": True}}
+    hosts = {"a": host(nvml(), "gpu-0"), "b": host(nvml(), "gpu-1")}
+    rows = fleet_summary(
+        hosts, {"gpu-0": node(), "gpu-1": node()}, monitoring={"source": "endpoints", "endpoint_slices": slices}
+    )["rows"]
+    assert [r["verdict"] for r in rows] == ["pass", "fail"] and rows[1]["failing_layer"] == "monitoring"
+
+
+def test_fleet_summary_counts_verdicts_and_layers():
     hosts = {"b": host(nvml(), "gpu-1"), "a": host(nvml(), "gpu-0")}
     summary = fleet_summary(hosts, {"gpu-0": node(), "gpu-1": node(6)})
     assert [r["host"] for r in summary["rows"]] == ["a", "b"]
     assert (summary["passed"], summary["failed"]) == (1, 1)
-    assert summary["rows"][1]["failing_layer"] == "device-plugin"
+    assert summary["failed_by_layer"] == {"device-plugin": 1}
     assert summary_lines(summary)[-1] == "1 passed, 1 failed"
+
+
+def test_fail_on_decides_whether_the_play_fails():
+    summary = fleet_summary(
+        {"a": host(nvml(), "gpu-0"), "b": host(nvml(), "gpu-1")}, {"gpu-0": node(), "gpu-1": node(6)}
+    )
+    assert should_fail(summary, "any") == "1 GPU node(s) failed validation: gpu-1 at layer device-plugin"
+    assert should_fail(summary, "never") is None
+    assert should_fail(summary, "layers", ["monitoring"]) is None
+    assert "gpu-1" in should_fail(summary, "layers", ["device-plugin"])
+
+
+def test_the_markdown_report_has_a_row_per_node_and_the_evidence_of_each_failure():
+    summary = fleet_summary(
+        {"a": host(nvml(), "gpu-0"), "b": host(nvml(), "gpu-1")}, {"gpu-0": node(), "gpu-1": node(6)}
+    )
+    md = summary_markdown(summary, generated="2026-12-03T15:00:00Z")
+    assert md.startswith("# GPU validation report\n")
+    assert "**1 passed, 1 failed** of 2 GPU nodes." in md
+    assert "| gpu-0 | h100 | NVIDIA-H100-80GB-HBM3 | pass | - |" in md
+    assert "### gpu-1: device-plugin" in md and "nvidia.com/gpu=6 but NVML counts 8 GPUs" in md

@@ -125,11 +125,31 @@ def test_makes_one_request_per_list_page_and_never_one_per_node(monkeypatch):
     assert not any("fieldSelector" in query for _unused, query in server.paths)
 
 
+def test_a_thousand_gpu_nodes_with_seven_operands_each_take_at_most_ten_requests_by_default(monkeypatch):
+    nodes = [gpu_node("g%04d" % i) for i in range(1000)]
+    apps = [
+        "nvidia-driver-daemonset",
+        "nvidia-device-plugin-daemonset",
+        "nvidia-dcgm-exporter",
+        "gpu-feature-discovery",
+        "nvidia-container-toolkit-daemonset",
+        "nvidia-operator-validator",
+        "nvidia-mig-manager",
+    ]
+    pods = [operand("%s-%04d" % (app, i), "g%04d" % i, app) for i in range(1000) for app in apps]
+    server = FakeApiServer(nodes=nodes, pods=pods, policies=[POLICY])
+    result = run_module(server, monkeypatch)
+    # version + 1 node page + 4 pod pages (7,000 / 2,000) + 1 ClusterPolicy page + 1 NVIDIADriver page
+    assert result["api_requests"] == 8 == len(server.paths)
+    assert result["totals"]["nodes"] == 1000 and result["totals"]["operand_pods"] == 7000
+    assert all(len(n["operands"]) == 7 for n in result["nodes"].values()), "every page was followed"
+
+
 def test_label_selector_is_sent_to_the_api_server_and_not_filtered_again(monkeypatch):
     server = FakeApiServer(nodes=[gpu_node("g0", pool="canary"), gpu_node("g1")])
     result = run_module(server, monkeypatch, label_selector="gpuops.io/pool=canary")
     assert list(result["nodes"]) == ["g0"]
-    assert ("/api/v1/nodes", {"labelSelector": "gpuops.io/pool=canary", "limit": "500"}) in server.paths
+    assert ("/api/v1/nodes", {"labelSelector": "gpuops.io/pool=canary", "limit": "2000"}) in server.paths
 
 
 def test_operator_namespace_selects_where_operand_pods_are_listed(monkeypatch):
@@ -197,5 +217,5 @@ def test_argument_spec_is_the_kubeconfig_spec_plus_three_options():
 
     spec = gpu_cluster_info.argspec()
     assert set(spec) - set(KUBECONFIG_ARG_SPEC) == {"label_selector", "operator_namespace", "page_size"}
-    assert spec["page_size"]["default"] == 500
+    assert spec["page_size"]["default"] == 2000
     assert spec["operator_namespace"]["default"] == "gpu-operator"

@@ -1,0 +1,283 @@
+"""Specs for GPU smoke tests: the pod, the node selection, the verdicts, and a run against a stubbed API server."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from kubernetes import client as k8s_client
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import K8sClient, RetryPolicy
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._smoke import (
+    SmokeError,
+    SmokeRun,
+    classify,
+    pod_name,
+    pod_spec,
+    select_nodes,
+    summarize,
+)
+
+
+def gpu_node(name, alloc="8", hostname=None, gpu=True):
+    labels = {"kubernetes.io/hostname": hostname or name}
+    if gpu:
+        labels["nvidia.com/gpu.present"] = "true"
+    return {"metadata": {"name": name, "labels": labels}, "status": {"allocatable": {"nvidia.com/gpu": alloc}}}
+
+
+# ------------------------------------------------------------------------------------------ pure functions
+
+
+def test_the_pod_is_pinned_by_hostname_affinity_so_the_scheduler_can_say_why_it_is_pending():
+    pod = pod_spec("r1", gpu_node("gpu-0", hostname="gpu-0.example"), "img", gpus=2, timeout=120)
+    spec = pod["spec"]
+    assert "nodeName" not in spec
+    term = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+    assert term["matchExpressions"] == [
+        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["gpu-0.example"]}
+    ]
+    assert spec["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "2"}
+    assert spec["restartPolicy"] == "Never" and spec["activeDeadlineSeconds"] == 180
+    assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    labels = pod["metadata"]["labels"]
+    assert labels["gpuops.io/smoke-test"] == "true" and labels["gpuops.io/smoke-test-run"] == "r1"
+    assert labels["app.kubernetes.io/managed-by"] == "gpuops.gpu_operator"
+    assert pod["metadata"]["annotations"]["gpuops.io/smoke-test-node"] == "gpu-0"
+
+
+def test_all_requests_the_nodes_allocatable_and_at_least_one():
+    assert pod_spec("r", gpu_node("a", "8"), "i", gpus="all")["spec"]["containers"][0]["resources"]["limits"] == {
+        "nvidia.com/gpu": "8"
+    }
+    assert pod_spec("r", gpu_node("a", "0"), "i", gpus="all")["spec"]["containers"][0]["resources"]["limits"] == {
+        "nvidia.com/gpu": "1"
+    }
+    with pytest.raises(SmokeError, match="gpus must be a positive integer or 'all'"):
+        pod_spec("r", gpu_node("a"), "i", gpus="many")
+    with pytest.raises(SmokeError, match="at least 1"):
+        pod_spec("r", gpu_node("a"), "i", gpus="0")
+
+
+def test_user_labels_cannot_override_the_modules_own_labels():
+    pod = pod_spec("r", gpu_node("a"), "i", labels={"gpuops.io/smoke-test-run": "x", "team": "ml"})
+    assert pod["metadata"]["labels"]["gpuops.io/smoke-test-run"] == "r" and pod["metadata"]["labels"]["team"] == "ml"
+
+
+def test_long_node_names_give_valid_unique_pod_names():
+    a, b = pod_name("r1", "n" * 80 + "a"), pod_name("r1", "n" * 80 + "b")
+    assert len(a) <= 63 and len(b) <= 63 and a != b
+
+
+def test_selection_by_default_is_every_gpu_node_and_sample_or_percent_pick_a_repeatable_subset():
+    nodes = [gpu_node("g%02d" % i) for i in range(10)] + [gpu_node("cpu", gpu=False)]
+    assert [n["metadata"]["name"] for n in select_nodes(nodes)] == ["g%02d" % i for i in range(10)]
+    assert len(select_nodes(nodes, sample=3, seed=1)) == 3
+    assert select_nodes(nodes, sample=3, seed=1) == select_nodes(nodes, sample=3, seed=1)
+    assert len(select_nodes(nodes, percent=15)) == 2  # rounded up
+    assert [n["metadata"]["name"] for n in select_nodes(nodes, names=["cpu"])] == ["cpu"]
+    with pytest.raises(SmokeError, match="nodes nope are not in the cluster"):
+        select_nodes(nodes, names=["nope"])
+    with pytest.raises(SmokeError, match="mutually exclusive"):
+        select_nodes(nodes, sample=1, percent=10)
+
+
+def finished(phase, exit_code=0, message=None):
+    term = {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error", "message": message}
+    return {
+        "spec": {"nodeName": "n"},
+        "status": {"phase": phase, "containerStatuses": [{"name": "smoke", "state": {"terminated": term}}]},
+    }
+
+
+def test_verdicts():
+    assert classify(finished("Succeeded"), "Test PASSED", logs="...\nTest PASSED\n") == ("passed", None, 0)
+    status, reason, _code = classify(finished("Succeeded"), "Test PASSED", logs="nothing")
+    assert status == "failed" and "does not contain 'Test PASSED'" in reason
+    assert classify(finished("Failed", 1, "CUDA error"), "x")[:2] == ("failed", "exit code 1: CUDA error")
+    running = {"spec": {"nodeName": "n"}, "status": {"phase": "Running"}}
+    assert classify(running) == (None, None, None)
+    assert classify(running, timed_out=True)[:2] == ("failed", "timed out while Running")
+    unscheduled = {
+        "spec": {},
+        "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "message": "cond"}]},
+    }
+    assert classify(unscheduled, timed_out=True, schedule_event="0/3 nodes: Insufficient nvidia.com/gpu")[:2] == (
+        "pending",
+        "0/3 nodes: Insufficient nvidia.com/gpu",
+    )
+    assert classify(unscheduled, timed_out=True)[1] == "cond"
+
+
+# ------------------------------------------------------------------------------------------ a run
+
+
+class Resp:
+    def __init__(self, status, body, raw=False):
+        self.status, self.headers, self.reason = status, {}, "x"
+        self.data = body if raw else json.dumps(body).encode()
+
+
+class FakeCluster:
+    """Pods advance one phase per LIST: Pending -> Running -> the node's behaviour."""
+
+    def __init__(self, behaviour, leftovers=()):
+        self.behaviour = behaviour  # node -> passed | failed | unschedulable | hang
+        self.pods = {}
+        self.calls = []
+        self.max_in_flight = 0
+        for name in leftovers:
+            self.pods[name] = {
+                "metadata": {
+                    "name": name,
+                    "uid": name,
+                    "labels": {
+                        "gpuops.io/smoke-test": "true",
+                        "app.kubernetes.io/managed-by": "gpuops.gpu_operator",
+                        "gpuops.io/smoke-test-run": "old",
+                    },
+                },
+                "spec": {},
+                "status": {"phase": "Running"},
+            }
+
+    def _advance(self):
+        for pod in self.pods.values():
+            node = pod["metadata"].get("annotations", {}).get("gpuops.io/smoke-test-node")
+            how = self.behaviour.get(node)
+            if how is None:
+                continue
+            st = pod["status"]
+            if how == "unschedulable":
+                st.update(phase="Pending", conditions=[{"type": "PodScheduled", "status": "False", "message": "c"}])
+            elif st.get("phase") is None:
+                st["phase"] = "Pending"
+                pod["spec"]["nodeName"] = node
+            elif st["phase"] == "Pending":
+                st["phase"] = "Running"
+            elif st["phase"] == "Running" and how in ("passed", "failed"):
+                code = 0 if how == "passed" else 1
+                st["phase"] = "Succeeded" if code == 0 else "Failed"
+                st["containerStatuses"] = [{"name": "smoke", "state": {"terminated": {"exitCode": code}}}]
+
+    def request(self, method, url, body=None, headers=None, timeout=None, retries=None):
+        parts = urlsplit(url)
+        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        self.calls.append((method, parts.path))
+        path = parts.path
+        if method == "GET" and path == "/api/v1/nodes":
+            return Resp(200, {"items": [gpu_node(n) for n in sorted(self.behaviour)], "metadata": {}})
+        if method == "POST":
+            pod = json.loads(body)
+            pod["metadata"]["uid"] = pod["metadata"]["name"]
+            pod["status"] = {}
+            self.pods[pod["metadata"]["name"]] = pod
+            self.max_in_flight = max(self.max_in_flight, len(self.pods))
+            return Resp(201, pod)
+        if method == "DELETE":
+            name = path.rsplit("/", 1)[1]
+            return Resp(200, {}) if self.pods.pop(name, None) else Resp(404, {"message": "not found"})
+        if path.endswith("/log"):
+            return Resp(200, b"Test PASSED\n", raw=True)
+        if path.endswith("/events"):
+            items = [
+                {
+                    "involvedObject": {"uid": p["metadata"]["uid"]},
+                    "message": "0/3 nodes are available: untolerated taint",
+                    "lastTimestamp": "t",
+                }
+                for p in self.pods.values()
+                if p["status"].get("conditions")
+            ]
+            return Resp(200, {"items": items, "metadata": {}})
+        if path.endswith("/pods"):
+            self._advance()
+            want = dict(kv.split("=") for kv in query["labelSelector"].split(","))
+            items = [p for p in self.pods.values() if all(p["metadata"]["labels"].get(k) == v for k, v in want.items())]
+            return Resp(200, {"items": json.loads(json.dumps(items)), "metadata": {}})
+        raise AssertionError("unexpected %s %s" % (method, url))
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def make_run(cluster, **kwargs):
+    cfg = k8s_client.Configuration()
+    cfg.host = "https://api.test"
+    client = K8sClient(cfg, retry=RetryPolicy(attempts=1), pool_manager=cluster)
+    clock = Clock()
+    kwargs.setdefault("expected_output", "Test PASSED")
+    run = SmokeRun(
+        client,
+        "default",
+        lambda run_id, node: pod_spec(run_id, node, "img"),
+        clock=clock,
+        sleep=clock.sleep,
+        run_id="r1",
+        **kwargs,
+    )
+    return run, client
+
+
+def test_a_run_reports_each_node_and_leaves_no_pod_behind():
+    cluster = FakeCluster({"a": "passed", "b": "failed", "c": "unschedulable", "d": "hang"})
+    run, client = make_run(cluster, timeout=20, schedule_timeout=5)
+    results = run.run(select_nodes(client.list_core("nodes")))
+    assert {n: r["status"] for n, r in results.items()} == {"a": "passed", "b": "failed", "c": "pending", "d": "failed"}
+    assert results["a"]["logs"] == "Test PASSED\n" and results["a"]["exit_code"] == 0
+    assert results["c"]["reason"] == "0/3 nodes are available: untolerated taint"
+    assert results["c"]["duration"] > 5
+    assert results["d"]["reason"] == "timed out while Running after 20s"
+    assert cluster.pods == {} and run.leftovers == []
+    assert summarize(results, list(results)) == {
+        "passed": 1,
+        "failed": 2,
+        "pending": 1,
+        "total": 4,
+        "all_passed": False,
+    }
+
+
+def test_pods_are_watched_by_list_never_by_a_get_per_pod():
+    cluster = FakeCluster({"n%02d" % i: "passed" for i in range(20)})
+    run, client = make_run(cluster, concurrency=20)
+    run.run(select_nodes(client.list_core("nodes")))
+    gets = [p for m, p in cluster.calls if m == "GET" and "/pods/" in p and not p.endswith("/log")]
+    assert gets == []
+
+
+def test_concurrency_bounds_the_pods_in_flight():
+    cluster = FakeCluster({"n%02d" % i: "passed" for i in range(12)})
+    run, client = make_run(cluster, concurrency=3)
+    results = run.run(select_nodes(client.list_core("nodes")))
+    assert cluster.max_in_flight == 3 and len(results) == 12
+    assert all(r["status"] == "passed" for r in results.values())
+
+
+def test_leftovers_of_an_interrupted_run_are_swept_by_label():
+    cluster = FakeCluster({}, leftovers=["gpuops-smoke-old-a", "gpuops-smoke-old-b"])
+    run, _client = make_run(cluster)
+    assert run.sweep() == ["gpuops-smoke-old-a", "gpuops-smoke-old-b"] and cluster.pods == {}
+
+
+def test_cleanup_runs_when_the_run_is_interrupted():
+    cluster = FakeCluster({"a": "hang", "b": "hang"})
+    run, client = make_run(cluster)
+    nodes = select_nodes(client.list_core("nodes"))
+
+    def interrupt(_seconds):
+        raise KeyboardInterrupt("signal 15")
+
+    run.sleep = interrupt
+    with pytest.raises(KeyboardInterrupt):
+        run.run(nodes)
+    assert cluster.pods == {}
