@@ -1,0 +1,151 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+
+# This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change incompatibly at any
+# time, including in a patch release. Do not use it elsewhere.
+
+"""The cluster-side facts the baseline checks read (gpu_preflight_info): a few reads, never one per node.
+
+Reads: ``/version``; nodes (one paginated LIST); DaemonSets labelled as NFD (one LIST across namespaces);
+API discovery for the ServiceMonitor and NFD groups (no RBAC needed); the RuntimeClass and the operator
+namespace (one GET each); ClusterPolicies (one LIST); then one SelfSubjectAccessReview per permission asked.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._cluster_view import (
+    UPGRADE_STATE_LABEL,
+    is_gpu_node,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import K8sError
+
+SECTIONS = ("version", "nodes", "nfd", "crds", "runtime_class", "namespace", "cluster_policy", "access")
+NFD_SELECTOR = "app.kubernetes.io/name=node-feature-discovery"
+#: CRD name -> (discovery path, resource plural) looked up without RBAC through API discovery.
+DISCOVERY = {
+    "servicemonitors.monitoring.coreos.com": ("/apis/monitoring.coreos.com/v1", "servicemonitors"),
+    "nodefeaturerules.nfd.k8s-sigs.io": ("/apis/nfd.k8s-sigs.io/v1alpha1", "nodefeaturerules"),
+    "clusterpolicies.nvidia.com": ("/apis/nvidia.com/v1", "clusterpolicies"),
+}
+
+
+def _get_or_none(client, path, what):
+    try:
+        return client.get(path, what=what)
+    except K8sError as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def node_summary(node):
+    meta = node.get("metadata") or {}
+    spec = node.get("spec") or {}
+    labels = meta.get("labels") or {}
+    info = (node.get("status") or {}).get("nodeInfo") or {}
+    return {
+        "name": meta.get("name"),
+        "gpu": is_gpu_node(node),
+        "all_labels": labels,
+        "taints": [
+            {"key": t.get("key"), "value": t.get("value"), "effect": t.get("effect")} for t in spec.get("taints") or []
+        ],
+        "unschedulable": bool(spec.get("unschedulable")),
+        "upgrade_state": labels.get(UPGRADE_STATE_LABEL),
+        "kubelet_version": info.get("kubeletVersion"),
+        "container_runtime_version": info.get("containerRuntimeVersion"),
+        "os_image": info.get("osImage"),
+    }
+
+
+def access_review_body(perm):
+    attrs = {"verb": perm["verb"], "resource": perm["resource"], "group": perm.get("group") or ""}
+    for key in ("namespace", "subresource", "name"):
+        if perm.get(key):
+            attrs[key] = perm[key]
+    return {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": attrs},
+    }
+
+
+def check_access(review, permissions):
+    """``review(body) -> status dict`` for each permission; ``{checked, missing: [perm + reason]}``."""
+    missing = []
+    for perm in permissions:
+        status = review(access_review_body(perm)) or {}
+        if not status.get("allowed"):
+            entry = {k: perm.get(k) for k in ("verb", "group", "resource", "subresource", "namespace", "name")}
+            entry["reason"] = status.get("reason") or status.get("evaluationError") or ""
+            missing.append(entry)
+    return {"checked": len(permissions), "missing": missing}
+
+
+def gather(
+    client,
+    review=None,
+    sections=SECTIONS,
+    operator_namespace="gpu-operator",
+    runtime_class="nvidia",
+    permissions=(),
+    identity="automation",
+    page_size=500,
+):
+    """Every section asked for; ``client`` is a ``_k8s.K8sClient``, ``review`` posts one access review."""
+    out = {}
+    if "version" in sections:
+        out["kubernetes_version"] = client.version()
+    if "nodes" in sections:
+        nodes = client.list_core("nodes", page_size=page_size)
+        out["nodes"] = {n["name"]: n for n in (node_summary(x) for x in nodes)}
+    if "nfd" in sections:
+        items, _meta = client.list_all(
+            "/apis/apps/v1/daemonsets", label_selector=NFD_SELECTOR, page_size=page_size, what="list NFD daemonsets"
+        )
+        out["nfd"] = {
+            "daemonsets": sorted(
+                ({"namespace": d["metadata"].get("namespace"), "name": d["metadata"].get("name")} for d in items),
+                key=lambda d: (d["namespace"], d["name"]),
+            ),
+            "labelled_nodes": sum(
+                1
+                for n in (out.get("nodes") or {}).values()
+                if any(k.startswith("feature.node.kubernetes.io/") for k in n["all_labels"])
+            ),
+        }
+    if "crds" in sections:
+        crds = {}
+        for crd, (path, plural) in sorted(DISCOVERY.items()):
+            doc = _get_or_none(client, path, "discover %s" % path)
+            crds[crd] = bool(doc) and any(r.get("name") == plural for r in doc.get("resources") or [])
+        out["crds"] = crds
+    if "runtime_class" in sections:
+        rc = _get_or_none(client, "/apis/node.k8s.io/v1/runtimeclasses/%s" % runtime_class, "read RuntimeClass")
+        out["runtime_class"] = {"name": runtime_class, "exists": rc is not None, "handler": (rc or {}).get("handler")}
+    if "namespace" in sections:
+        ns = _get_or_none(client, "/api/v1/namespaces/%s" % operator_namespace, "read namespace")
+        out["namespace"] = {
+            "name": operator_namespace,
+            "exists": ns is not None,
+            "labels": ((ns or {}).get("metadata") or {}).get("labels") or {},
+        }
+    if "cluster_policy" in sections:
+        policies = client.list_custom("nvidia.com", "v1", "clusterpolicies", page_size=page_size)
+        first = (policies or [None])[0]
+        spec = (first or {}).get("spec") or {}
+        out["cluster_policy"] = {
+            "exists": first is not None,
+            "name": ((first or {}).get("metadata") or {}).get("name"),
+            "dcgm_exporter_enabled": (spec.get("dcgmExporter") or {}).get("enabled"),
+        }
+    if "access" in sections:
+        result = check_access(review, list(permissions)) if permissions else {"checked": 0, "missing": []}
+        result["identity"] = identity
+        out["access"] = [result]
+    out["api_requests"] = client.requests
+    return out

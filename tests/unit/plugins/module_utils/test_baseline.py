@@ -1,0 +1,579 @@
+# Copyright (c) gpuops.gpu_operator contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+"""Specification of the baseline checks (plugins/module_utils/_baseline.py).
+
+Every check has a case built to trip it and a case built to pass it. Host cases are the fake host trees in
+tests/sim/hosts/ read by the real gpu_host_facts reader, some copied to a temporary directory and edited to
+trip one check; NVML facts are written the way nvidia_gpu_facts reports them. Cluster cases are
+gpu_preflight_info results. test_every_check_has_both_cases keeps the tables complete.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _baseline as b
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _host_facts as hf
+
+ROOT = Path(__file__).resolve().parents[4]
+HOSTS = ROOT / "tests" / "sim" / "hosts"
+SNAPSHOT = Path(__file__).parent / "snapshots" / "baseline_report.md"
+
+
+def tree(tmp_path, base, write=None, remove=()):
+    """gpu_host facts of a copy of tests/sim/hosts/<base> with files written or removed."""
+    dst = tmp_path / base
+    if not dst.exists():
+        shutil.copytree(HOSTS / base, dst, symlinks=True)
+    for rel in remove:
+        p = dst / rel
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
+    for rel, content in (write or {}).items():
+        p = dst / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return hf.collect(str(dst))
+
+
+def facts(base):
+    return hf.collect(str(HOSTS / base))
+
+
+def nvml(arch="ampere", count=1, driver="550.127.05", health="ok", fabric=None, reason=None, name="NVIDIA A100"):
+    """nvidia_gpu facts as nvidia_gpu_facts returns them (only the keys the checks read)."""
+    if reason:
+        return {"available": False, "reason": reason, "hint": "hint for %s" % reason, "gpus": []}
+    gpus = [
+        {
+            "index": i,
+            "name": name,
+            "architecture": arch,
+            "fabric": {"state": fabric} if fabric else None,
+            "health": {"status": health, "reasons": ["row_remap_failure"] if health == "critical" else []},
+        }
+        for i in range(count)
+    ]
+    return {"available": True, "driver_version": driver, "gpu_count": count, "health": health, "gpus": gpus}
+
+
+def host_ctx(gpu_host, nvidia_gpu=None):
+    return {"gpu_host": gpu_host, "nvidia_gpu": nvidia_gpu or nvml(reason="library_not_found")}
+
+
+OM = {"driver_policy": "operator-managed"}
+PRE = {"driver_policy": "preinstalled"}
+NVRM = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  %s  Tue Sep 24 23:00:00 UTC 2024\n"
+OS_2004 = 'ID=ubuntu\nVERSION_ID="20.04"\nPRETTY_NAME="Ubuntu 20.04.6 LTS"\n'
+FM_WANTS = "etc/systemd/system/multi-user.target.wants/nvidia-fabricmanager.service"
+K3S_ENV = {
+    "CONTAINERD_CONFIG": "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl",
+    "CONTAINERD_SOCKET": "/run/k3s/containerd/containerd.sock",
+}
+
+# check id -> (failing case, passing case); a case takes tmp_path and returns (host context, options).
+HOST_CASES = {
+    "kernel.headers": (
+        lambda t: (host_ctx(facts("broken-nouveau-no-headers")), OM),
+        lambda t: (host_ctx(facts("ubuntu2404-operator-driver-root")), OM),
+    ),
+    "nouveau.loaded": (
+        lambda t: (host_ctx(facts("broken-nouveau-no-headers")), OM),
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd")), OM),
+    ),
+    "nouveau.blacklisted": (
+        lambda t: (host_ctx(facts("microk8s")), OM),
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd")), OM),
+    ),
+    "secure_boot.driver": (
+        lambda t: (host_ctx(facts("rhel9-secureboot")), OM),
+        lambda t: (host_ctx(facts("rhel9-secureboot"), nvml(arch="turing", driver="535.216.01")), PRE),
+    ),
+    "driver.preinstalled_conflict": (
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd")), OM),
+        lambda t: (host_ctx(facts("ubuntu2404-operator-driver-root")), OM),
+    ),
+    "driver.preinstalled_present": (
+        lambda t: (host_ctx(facts("broken-nouveau-no-headers")), PRE),
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd"), nvml()), PRE),
+    ),
+    "driver.host_supported": (
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd"), nvml()), PRE),
+        lambda t: (
+            host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", {"proc/driver/nvidia/version": NVRM % "595.91.07"})),
+            PRE,
+        ),
+    ),
+    "driver.library_mismatch": (
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd"), nvml(reason="driver_library_mismatch")), PRE),
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd"), nvml()), PRE),
+    ),
+    "nvml.available": (
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd"), nvml(reason="no_permission")), PRE),
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd"), nvml()), PRE),
+    ),
+    "os.supported": (
+        lambda t: (host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", {"etc/os-release": OS_2004})), OM),
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd")), OM),
+    ),
+    "runtime.containerd_paths": (
+        lambda t: (host_ctx(facts("k3s")), OM),
+        lambda t: (host_ctx(facts("k3s")), dict(OM, toolkit_env=K3S_ENV)),
+    ),
+    "kernel_module.required": (
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd"), nvml(arch="blackwell", driver="550.127.05")), PRE),
+        lambda t: (host_ctx(facts("ubuntu2404-operator-driver-root"), nvml(arch="blackwell", driver="570.124.06")), OM),
+    ),
+    "kernel_module.recommended": (
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd"), nvml(arch="hopper")), PRE),
+        lambda t: (host_ctx(facts("ubuntu2404-operator-driver-root"), nvml(arch="hopper", driver="570.124.06")), PRE),
+    ),
+    "fabric_manager.nvswitch": (
+        lambda t: (host_ctx(facts("k3s"), nvml(count=8)), PRE),
+        lambda t: (host_ctx(tree(t, "k3s", {FM_WANTS: ""}), nvml(count=8, fabric="completed")), PRE),
+    ),
+    "unattended_upgrades.kernel": (
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd")), OM),
+        lambda t: (host_ctx(facts("ubuntu2404-operator-driver-root")), OM),
+    ),
+    "devices.char_links": (
+        lambda t: (host_ctx(facts("rke2")), OM),
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd")), OM),
+    ),
+    "gpu.health": (
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd"), nvml(health="critical", count=2)), PRE),
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd"), nvml(health="ok")), PRE),
+    ),
+    "cuda.driver_minimum": (
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd"), nvml()), dict(PRE, cuda_version="13.0")),
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd"), nvml()), dict(PRE, cuda_version="12.4")),
+    ),
+    "host_facts.problems": (
+        lambda t: (host_ctx(facts("broken-nouveau-no-headers")), OM),
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd")), OM),
+    ),
+}
+
+
+def node(name, gpu=True, labels=None, taints=(), unschedulable=False, upgrade_state=None, runtime="containerd://2.1.4"):
+    all_labels = {"kubernetes.io/hostname": name}
+    if gpu:
+        all_labels[b.NFD_GPU_LABEL] = "true"
+    all_labels.update(labels or {})
+    return {
+        "name": name,
+        "gpu": gpu,
+        "all_labels": all_labels,
+        "taints": list(taints),
+        "unschedulable": unschedulable,
+        "upgrade_state": upgrade_state,
+        "container_runtime_version": runtime,
+    }
+
+
+def cluster(nodes=None, **over):
+    nodes = nodes or [node("h100-0"), node("h100-1"), node("cpu-0", gpu=False)]
+    out = {
+        "kubernetes_version": {"git_version": "v1.36.3"},
+        "nodes": {n["name"]: n for n in nodes},
+        "nfd": {"daemonsets": [], "labelled_nodes": 2},
+        "crds": {"servicemonitors.monitoring.coreos.com": True},
+        "runtime_class": {"name": "nvidia", "exists": False, "handler": None},
+        "namespace": {"name": "gpu-operator", "exists": False, "labels": {}},
+        "cluster_policy": {"exists": False},
+        "access": [{"identity": "automation", "checked": 3, "missing": []}],
+    }
+    out.update(over)
+    return out
+
+
+def gpu_hosts(node_names=("h100-0", "h100-1"), pool="h100", gpu_host=None, **per_host):
+    gh = gpu_host or facts("ubuntu2204-kubeadm-containerd")
+    return {
+        "host-%d" % i: dict(
+            {
+                "node_name": n,
+                "pool": pool,
+                "gpu_host": gh,
+                "nvidia_gpu": nvml(arch="hopper", count=8, name="NVIDIA H100 80GB HBM3"),
+                "gpu_node_labels": {b.NFD_GPU_LABEL: "true"},
+                "gpu_node_taints": [],
+            },
+            **per_host,
+        )
+        for i, n in enumerate(node_names)
+    }
+
+
+TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+
+# check id -> (failing case, passing case); a case takes tmp_path and returns (cluster, hosts, options).
+CLUSTER_CASES = {
+    "k8s.version": (
+        lambda t: (cluster(kubernetes_version={"git_version": "v1.31.4"}), gpu_hosts(), OM),
+        lambda t: (cluster(), gpu_hosts(), OM),
+    ),
+    "driver.target_supported": (
+        lambda t: (cluster(), gpu_hosts(), dict(OM, driver_version="550.127.08")),
+        lambda t: (cluster(), gpu_hosts(), dict(OM, driver_version="580.173.02")),
+    ),
+    "nodes.mapped": (
+        lambda t: (cluster(), gpu_hosts(("h100-0", "h100-9")), OM),
+        lambda t: (cluster(), gpu_hosts(), OM),
+    ),
+    "nfd.existing": (
+        lambda t: (cluster(nfd={"daemonsets": [{"namespace": "nfd", "name": "nfd-worker"}]}), gpu_hosts(), OM),
+        lambda t: (
+            cluster(nfd={"daemonsets": [{"namespace": "nfd", "name": "nfd-worker"}]}),
+            gpu_hosts(),
+            dict(OM, nfd_enabled=False),
+        ),
+    ),
+    "servicemonitor.crd": (
+        lambda t: (
+            cluster(crds={"servicemonitors.monitoring.coreos.com": False}),
+            gpu_hosts(),
+            dict(OM, operator_version="v25.10.1", service_monitor_enabled=True),
+        ),
+        lambda t: (cluster(), gpu_hosts(), dict(OM, operator_version="v25.10.1", service_monitor_enabled=True)),
+    ),
+    "servicemonitor.scrape": (
+        lambda t: (cluster(crds={"servicemonitors.monitoring.coreos.com": False}), gpu_hosts(), OM),
+        lambda t: (cluster(), gpu_hosts(), OM),
+    ),
+    "runtimeclass.nvidia": (
+        lambda t: (cluster(runtime_class={"name": "nvidia", "exists": True, "handler": "runc"}), gpu_hosts(), OM),
+        lambda t: (cluster(runtime_class={"name": "nvidia", "exists": True, "handler": "nvidia"}), gpu_hosts(), OM),
+    ),
+    "nodes.cordoned": (
+        lambda t: (cluster([node("h100-0", unschedulable=True), node("h100-1")]), gpu_hosts(), OM),
+        lambda t: (cluster(), gpu_hosts(), OM),
+    ),
+    "nodes.upgrade_failed": (
+        lambda t: (cluster([node("h100-0"), node("h100-1", upgrade_state="upgrade-failed")]), gpu_hosts(), OM),
+        lambda t: (cluster([node("h100-0", upgrade_state="upgrade-done"), node("h100-1")]), gpu_hosts(), OM),
+    ),
+    "namespace.podsecurity": (
+        lambda t: (
+            cluster(namespace={"exists": True, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}),
+            gpu_hosts(),
+            OM,
+        ),
+        lambda t: (
+            cluster(namespace={"exists": True, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}}),
+            gpu_hosts(),
+            OM,
+        ),
+    ),
+    "rbac.permissions": (
+        lambda t: (
+            cluster(
+                access=[{"identity": "automation", "checked": 3, "missing": [{"verb": "patch", "resource": "nodes"}]}]
+            ),
+            gpu_hosts(),
+            OM,
+        ),
+        lambda t: (cluster(), gpu_hosts(), OM),
+    ),
+    "nodes.gpu_separation": (
+        lambda t: (
+            cluster([node("h100-0"), node("h100-1"), node("cpu-0", gpu=False, taints=[TAINT])]),
+            gpu_hosts(gpu_node_taints=[TAINT]),
+            OM,
+        ),
+        lambda t: (
+            cluster([node("h100-0", taints=[TAINT]), node("h100-1", taints=[TAINT]), node("cpu-0", gpu=False)]),
+            gpu_hosts(gpu_node_taints=[TAINT]),
+            OM,
+        ),
+    ),
+    "dcgm_exporter.enabled": (
+        lambda t: (cluster(), gpu_hosts(), dict(OM, dcgm_exporter_enabled=False)),
+        lambda t: (cluster(), gpu_hosts(), OM),
+    ),
+    "runtime.version": (
+        lambda t: (cluster([node("h100-0", runtime="containerd://1.7.27"), node("h100-1")]), gpu_hosts(), OM),
+        lambda t: (cluster(), gpu_hosts(), OM),
+    ),
+    "fleet.drift": (
+        lambda t: (
+            cluster(),
+            dict(
+                gpu_hosts(("h100-0",)),
+                **{
+                    "host-9": dict(
+                        gpu_hosts(("h100-1",))["host-0"],
+                        gpu_host=tree(
+                            t, "ubuntu2204-kubeadm-containerd", {"proc/sys/kernel/osrelease": "6.8.0-40-generic\n"}
+                        ),
+                    )
+                },
+            ),
+            OM,
+        ),
+        lambda t: (cluster(), gpu_hosts(), OM),
+    ),
+}
+
+
+def by_id(results, check_id):
+    return next(r for r in results if r["id"] == check_id)
+
+
+def test_every_check_has_both_cases():
+    host_ids = {c.id for c in b.REGISTRY.values() if c.scope == "host"}
+    cluster_ids = {c.id for c in b.REGISTRY.values() if c.scope == "cluster"}
+    assert set(HOST_CASES) == host_ids
+    assert set(CLUSTER_CASES) == cluster_ids
+
+
+@pytest.mark.parametrize("check_id", sorted(HOST_CASES))
+def test_host_check_fails_on_the_host_built_to_trip_it(check_id, tmp_path):
+    ctx, raw = HOST_CASES[check_id][0](tmp_path)
+    r = by_id(b.evaluate_host(ctx, b.options(raw))["results"], check_id)
+    assert r["status"] == "fail", r
+    assert r["evidence"] and r["fix"]
+
+
+@pytest.mark.parametrize("check_id", sorted(HOST_CASES))
+def test_host_check_passes_on_the_host_built_to_pass_it(check_id, tmp_path):
+    ctx, raw = HOST_CASES[check_id][1](tmp_path)
+    r = by_id(b.evaluate_host(ctx, b.options(raw))["results"], check_id)
+    assert r["status"] == "pass", r
+    assert r["fix"] is None
+
+
+@pytest.mark.parametrize("check_id", sorted(CLUSTER_CASES))
+def test_cluster_check_fails_on_the_cluster_built_to_trip_it(check_id, tmp_path):
+    cl, hosts, raw = CLUSTER_CASES[check_id][0](tmp_path)
+    r = by_id(b.evaluate_cluster(cl, hosts, b.options(raw))["results"], check_id)
+    assert r["status"] == "fail", r
+    assert r["evidence"] and r["fix"]
+
+
+@pytest.mark.parametrize("check_id", sorted(CLUSTER_CASES))
+def test_cluster_check_passes_on_the_cluster_built_to_pass_it(check_id, tmp_path):
+    cl, hosts, raw = CLUSTER_CASES[check_id][1](tmp_path)
+    r = by_id(b.evaluate_cluster(cl, hosts, b.options(raw))["results"], check_id)
+    assert r["status"] == "pass", r
+
+
+# -- details the tables do not pin -------------------------------------------------------------------------
+
+
+def test_containerd_paths_fix_names_the_distributions_paths(tmp_path):
+    r = by_id(b.evaluate_host(host_ctx(facts("k3s")), b.options(OM))["results"], "runtime.containerd_paths")
+    assert "CONTAINERD_CONFIG=/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl" in r["fix"]
+    assert "CONTAINERD_SOCKET=/run/k3s/containerd/containerd.sock" in r["fix"]
+
+
+def test_a_missing_containerd_socket_fails(tmp_path):
+    gh = tree(tmp_path, "ubuntu2204-kubeadm-containerd", remove=["run/containerd/containerd.sock"])
+    r = by_id(b.evaluate_host(host_ctx(gh), b.options(OM))["results"], "runtime.containerd_paths")
+    assert r["status"] == "fail" and "/run/containerd/containerd.sock is missing" in r["evidence"]
+
+
+def test_kernel_module_auto_needs_a_driver_that_can_choose():
+    ctx = host_ctx(facts("ubuntu2404-operator-driver-root"), nvml(arch="blackwell"))
+    r = by_id(
+        b.evaluate_host(ctx, b.options(dict(OM, driver_version="570.86.10")))["results"], "kernel_module.required"
+    )
+    assert r["status"] == "fail" and "570.124.06" in r["evidence"]
+    r = by_id(
+        b.evaluate_host(ctx, b.options(dict(OM, kernel_module_type="proprietary")))["results"], "kernel_module.required"
+    )
+    assert r["status"] == "fail" and "kernelModuleType=open" in r["fix"]
+    r = by_id(
+        b.evaluate_host(ctx, b.options(dict(OM, operator_version="v24.9.2")))["results"], "kernel_module.required"
+    )
+    assert r["status"] == "fail" and "24.9 has no driver.kernelModuleType" in r["evidence"]
+
+
+def test_pre_gsp_gpus_require_the_proprietary_modules():
+    ctx = host_ctx(facts("ubuntu2404-operator-driver-root"), nvml(arch="volta"))
+    r = by_id(b.evaluate_host(ctx, b.options(PRE))["results"], "kernel_module.required")
+    assert r["status"] == "fail" and "need the proprietary kernel modules; the host driver is open" in r["evidence"]
+
+
+def test_fabric_registration_in_progress_fails_whatever_the_policy():
+    ctx = host_ctx(facts("ubuntu2404-operator-driver-root"), nvml(arch="hopper", count=2, fabric="in_progress"))
+    r = by_id(b.evaluate_host(ctx, b.options(OM))["results"], "fabric_manager.nvswitch")
+    assert r["status"] == "fail" and "GPU 0 in_progress" in r["evidence"]
+
+
+def test_a_runtimeclass_missing_after_install_fails():
+    cl = cluster(cluster_policy={"exists": True, "dcgm_exporter_enabled": True})
+    r = by_id(b.evaluate_cluster(cl, gpu_hosts(), b.options(OM))["results"], "runtimeclass.nvidia")
+    assert r["status"] == "fail"
+
+
+def test_dcgm_exporter_is_read_from_the_cluster_policy_once_installed():
+    cl = cluster(cluster_policy={"exists": True, "dcgm_exporter_enabled": False})
+    r = by_id(b.evaluate_cluster(cl, gpu_hosts(), b.options(OM))["results"], "dcgm_exporter.enabled")
+    assert r["status"] == "fail" and "ClusterPolicy spec.dcgmExporter.enabled" in r["evidence"]
+
+
+def test_separation_fails_on_a_gpu_node_without_the_declared_label():
+    cl = cluster([node("h100-0"), node("h100-1", labels={"pool": "x"})])
+    hosts = gpu_hosts(gpu_node_labels={"pool": "x"})
+    r = by_id(b.evaluate_cluster(cl, hosts, b.options(OM))["results"], "nodes.gpu_separation")
+    assert r["status"] == "fail" and r["evidence"] == "GPU node h100-0 lacks label pool=x"
+    assert r["subjects"] == ["host-0"]
+
+
+def test_separation_without_declarations_is_not_applicable():
+    r = by_id(
+        b.evaluate_cluster(cluster(), gpu_hosts(gpu_node_labels={}), b.options(OM))["results"], "nodes.gpu_separation"
+    )
+    assert r["status"] == "not_applicable"
+
+
+def test_rbac_lists_each_missing_permission_with_its_identity():
+    missing = [
+        {"verb": "create", "resource": "customresourcedefinitions", "group": "apiextensions.k8s.io"},
+        {"verb": "get", "resource": "pods", "subresource": "log", "namespace": "gpu-operator"},
+    ]
+    cl = cluster(
+        access=[
+            {"identity": "automation", "checked": 5, "missing": []},
+            {"identity": "installer", "checked": 4, "missing": missing},
+        ]
+    )
+    r = by_id(b.evaluate_cluster(cl, gpu_hosts(), b.options(OM))["results"], "rbac.permissions")
+    assert r["evidence"] == (
+        "2 of 9 permission(s) denied: installer: create customresourcedefinitions.apiextensions.k8s.io; "
+        "installer: get pods/log in namespace gpu-operator"
+    )
+
+
+def test_drift_names_the_pool_dimension_and_hosts(tmp_path):
+    cl, hosts, raw = CLUSTER_CASES["fleet.drift"][0](tmp_path)
+    assert b.drift(hosts) == [
+        {
+            "pool": "h100",
+            "dimension": "kernel",
+            "values": {"5.15.0-124-generic": ["host-0"], "6.8.0-40-generic": ["host-9"]},
+        }
+    ]
+
+
+# -- options: skip, severity, user checks -------------------------------------------------------------------
+
+
+def test_unknown_ids_in_the_skip_list_are_an_error_naming_them():
+    with pytest.raises(b.BaselineError, match=r"gpu_baseline_skip names unknown check id\(s\): kernel\.header, nope"):
+        b.options({"skip": ["nope", "kernel.header", "nouveau.loaded"]})
+
+
+def test_unknown_ids_and_bad_values_in_severity_are_errors():
+    with pytest.raises(b.BaselineError, match=r"gpu_baseline_severity names unknown check id\(s\): nouveau"):
+        b.options({"severity": {"nouveau": "warn"}})
+    with pytest.raises(b.BaselineError, match="nouveau.loaded=fatal; a severity is fail, warn or info"):
+        b.options({"severity": {"nouveau.loaded": "fatal"}})
+
+
+def test_bad_policy_release_and_user_checks_are_errors():
+    with pytest.raises(b.BaselineError, match="driver_policy is 'host'"):
+        b.options({"driver_policy": "host"})
+    with pytest.raises(b.BaselineError, match="gpu_baseline_operator_version: .*'v23.9.0'"):
+        b.options({"operator_version": "v23.9.0"})
+    with pytest.raises(b.BaselineError, match=r"user_checks\[0\] has no id"):
+        b.options({"user_checks": [{"failed": True}]})
+    with pytest.raises(b.BaselineError, match="id 'nouveau.loaded' is already taken"):
+        b.options({"user_checks": [{"id": "nouveau.loaded", "failed": True}]})
+
+
+def test_a_skipped_check_does_not_run_and_does_not_fail_the_host():
+    ctx = host_ctx(facts("broken-nouveau-no-headers"))
+    res = b.evaluate_host(ctx, b.options({"skip": ["nouveau.loaded", "kernel.headers", "host_facts.problems"]}))
+    assert by_id(res["results"], "nouveau.loaded")["status"] == "skipped"
+    assert res["verdict"] == "warn"
+
+
+def test_a_severity_override_changes_the_verdict():
+    ctx = host_ctx(facts("ubuntu2404-operator-driver-root"))
+    assert b.evaluate_host(ctx, b.options(OM))["verdict"] == "warn"
+    res = b.evaluate_host(ctx, b.options({"severity": {"devices.char_links": "fail"}}))
+    assert res["verdict"] == "fail" and res["findings"][0]["severity"] == "fail"
+    res = b.evaluate_host(ctx, b.options({"severity": {"devices.char_links": "info"}}))
+    assert res["verdict"] == "pass" and len(res["findings"]) == 1
+
+
+def test_user_checks_report_like_built_in_ones():
+    checks = [
+        {"id": "site.kernel_pinned", "failed": True, "evidence": "kernel 5.15 not pinned", "fix": "apt-mark hold"},
+        {"id": "site.ok", "failed": "False", "severity": "warn", "fix": "n/a"},
+    ]
+    res = b.evaluate_host(host_ctx(facts("ubuntu2404-operator-driver-root")), b.options({"user_checks": checks}))
+    assert by_id(res["results"], "site.kernel_pinned") == {
+        "id": "site.kernel_pinned",
+        "scope": "host",
+        "severity": "fail",
+        "title": "site.kernel_pinned",
+        "status": "fail",
+        "evidence": "kernel 5.15 not pinned",
+        "fix": "apt-mark hold",
+    }
+    assert by_id(res["results"], "site.ok")["status"] == "pass"
+    skipped = b.evaluate_host(
+        host_ctx(facts("ubuntu2404-operator-driver-root")),
+        b.options({"user_checks": checks, "skip": ["site.kernel_pinned"]}),
+    )
+    assert by_id(skipped["results"], "site.kernel_pinned")["status"] == "skipped"
+
+
+# -- the report -------------------------------------------------------------------------------------------
+
+
+def demo_like_report(tmp_path):
+    """Three hosts in two pools: one clean, one without a node, one with nouveau loaded and no headers."""
+    hosts = gpu_hosts(("h100-0",), gpu_host=facts("ubuntu2404-operator-driver-root"))
+    hosts["a100-lost"] = dict(hosts["host-0"], node_name="a100-7", pool="a100")
+    hosts["l40s-broken"] = dict(
+        hosts["host-0"], node_name="h100-1", pool="l40s", gpu_host=facts("broken-nouveau-no-headers")
+    )
+    return b.report(hosts, cluster(), {"operator_version": "v26.7.0"})
+
+
+def test_a_cluster_finding_about_a_host_fails_that_host(tmp_path):
+    rep = demo_like_report(tmp_path)
+    lost = rep["hosts"]["a100-lost"]
+    assert lost["verdict"] == "fail"
+    assert [f["id"] for f in lost["findings"] if f["scope"] == "cluster"] == ["nodes.mapped"]
+    assert rep["counts"] == {"pass": 0, "warn": 1, "fail": 2}
+    assert rep["verdict"] == "fail"
+
+
+def test_the_markdown_names_every_failing_host_with_its_fix(tmp_path):
+    md = b.markdown(demo_like_report(tmp_path))
+    for host in ("a100-lost", "l40s-broken"):
+        assert "### %s (fail)" % host in md
+    assert "Fix: Blacklist nouveau" in md
+    assert "Fix: Set the node name variable" in md
+
+
+def test_report_snapshot(tmp_path):
+    md = b.markdown(demo_like_report(tmp_path))
+    if os.environ.get("GPUOPS_UPDATE_SNAPSHOTS"):
+        SNAPSHOT.parent.mkdir(exist_ok=True)
+        SNAPSHOT.write_text(md)
+    assert md == SNAPSHOT.read_text(), "regenerate with GPUOPS_UPDATE_SNAPSHOTS=1 after checking the diff"
+
+
+def test_should_fail_follows_fail_on():
+    assert b.should_fail({"verdict": "fail"}, "fail") and not b.should_fail({"verdict": "warn"}, "fail")
+    assert b.should_fail({"verdict": "warn"}, "warn") and not b.should_fail({"verdict": "pass"}, "warn")
+    assert not b.should_fail({"verdict": "fail"}, "never")
+
+
+def test_the_catalogue_lists_every_check_once_with_a_valid_severity():
+    cat = b.catalogue()
+    assert len({c["id"] for c in cat}) == len(cat) == len(b.REGISTRY)
+    assert all(c["severity"] in b.SEVERITIES and c["scope"] in ("host", "cluster") for c in cat)
