@@ -108,17 +108,19 @@ def runtime_text(runtime):
     return " ".join(parts)
 
 
+def nvml_mig_layout(gpus):
+    """NVML MIG layout: ``mig off``, or ``mig`` and the MIG device count per GPU (``mig 7/7/0``); None without GPUs."""
+    if not gpus:
+        return None
+    if not any((g.get("mig") or {}).get("current") for g in gpus):
+        return "mig off"
+    return "mig " + "/".join(str(len((g.get("mig") or {}).get("devices") or [])) for g in gpus)
+
+
 def mig_layout(gpus, node_gpu):
     """MIG layout: the node's ``nvidia.com/mig.config`` label (when any) and NVML's per-GPU MIG devices."""
     label = ((node_gpu or {}).get("mig") or {}).get("config")
-    enabled = [g for g in gpus if (g.get("mig") or {}).get("current")]
-    if not gpus and label is None:
-        return None
-    if enabled:
-        nvml = "mig " + "/".join(str(len((g.get("mig") or {}).get("devices") or [])) for g in gpus)
-    else:
-        nvml = "mig off" if gpus else None
-    return " | ".join(p for p in (label, nvml) if p) or None
+    return " | ".join(p for p in (label, nvml_mig_layout(gpus)) if p) or None
 
 
 def gpu_findings(gpu, thermal_warning_c):
@@ -163,7 +165,10 @@ def gpu_findings(gpu, thermal_warning_c):
 
 
 def _gpu_row(gpu, findings):
+    """One GPU of a row; its health is the worse of NVML's verdict and the audit's own findings (e.g. a hot GPU)."""
     health = (gpu.get("health") or {}).get("status")
+    for f in findings:
+        health = _worse(f["severity"], health or "ok")
     return {
         "index": gpu.get("index"),
         "name": gpu.get("name"),
@@ -263,6 +268,8 @@ def host_facts_row(host, node, thermal_warning_c):
         "vbios": ", ".join(vbios) or None,
         "mig_layout": mig_layout(gpus, (node or {}).get("gpu")),
         "mig_enabled": any((g.get("mig") or {}).get("current") for g in gpus),
+        "mig_nvml": nvml_mig_layout(gpus),
+        "mig_all": bool(gpus) and all((g.get("mig") or {}).get("current") for g in gpus),
         "toolkit": toolkit_text(hf.get("container_toolkit")),
         "runtime": runtime_text(hf.get("container_runtime")),
         "gpu_count": nv.get("gpu_count") if nv else None,
@@ -275,7 +282,8 @@ def host_facts_row(host, node, thermal_warning_c):
 
 
 def mismatches(facts, node, node_expected):
-    """Host against cluster: node missing, NVML GPU count against allocatable, host driver against labels."""
+    """Host against cluster: node missing, NVML GPU count against allocatable, MIG mode against the node's
+    ``all-*`` MIG config label, host driver against the driver label."""
     out = []
     if facts is None:
         return out
@@ -303,6 +311,19 @@ def mismatches(facts, node, node_expected):
                 "evidence": "NVML counts %s GPUs, the node advertises nvidia.com/gpu=%s" % (count, allocatable),
             }
         )
+    config = ((node.get("gpu") or {}).get("mig") or {}).get("config")
+    if facts.get("nvml_available") and facts.get("gpu_count") and config and config.startswith("all-"):
+        mig_on = facts.get("mig_enabled")
+        wants_mig = config != "all-disabled"
+        if mig_on != wants_mig or (wants_mig and not facts.get("mig_all")):
+            out.append(
+                {
+                    "kind": "mig_vs_label",
+                    "host_value": facts.get("mig_nvml"),
+                    "cluster_value": config,
+                    "evidence": "node label nvidia.com/mig.config=%s, NVML %s" % (config, facts.get("mig_nvml")),
+                }
+            )
     label = (node.get("gpu") or {}).get("driver_version")
     if facts.get("driver") and label and facts["driver"] != label:
         out.append(

@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from audit_fixtures import UNREACHABLE, gpu, host, nvml_result, two_clusters  # noqa: E402
+from audit_fixtures import UNREACHABLE, cluster_result, gpu, host, node, nvml_result, two_clusters  # noqa: E402
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _audit  # noqa: E402
 
@@ -276,3 +276,34 @@ def test_same_content_ignores_only_the_timestamp(snap):
     other["summary"]["gpus"] += 1
     assert not _audit.same_content(snap, other)
     assert not _audit.same_content(None, snap)
+
+
+def test_a_hot_gpu_counts_as_degraded_even_when_nvml_says_ok():
+    h = host("c", "n", "p", gpus=[gpu(0, temperature_c=90)])
+    assert h["nvml_result"]["ansible_facts"]["nvidia_gpu"]["gpus"][0]["health"]["status"] == "ok"
+    snap = _audit.build_snapshot({"n": h}, {"c": {"result": {"nodes": {}}}}, NOW)
+    assert snap["fleet"][0]["gpus"][0]["health"] == "warning"
+    assert snap["fleet"][0]["facts"]["gpus_degraded"] == 1 and snap["summary"]["gpus_warning"] == 1
+
+
+def _mig_gpu(i, on):
+    return gpu(i, mig={"current": on, "pending": on, "devices": [{"index": 0}] * (7 if on else 0)})
+
+
+@pytest.mark.parametrize(
+    "config, mig, mismatch",
+    [
+        ("all-disabled", [False, False], False),
+        ("all-disabled", [True, False], True),  # the label says off, NVML has MIG on GPU 0
+        ("all-1g.10gb", [True, True], False),
+        ("all-1g.10gb", [True, False], True),  # GPU 1 never switched to MIG
+        ("custom-layout", [True, False], False),  # not an all-* config: nothing to compare
+    ],
+)
+def test_mig_mode_is_compared_with_an_all_star_mig_config_label(config, mig, mismatch):
+    raw = node("n", count=2, mig={"config": config, "allocatable": {"nvidia.com/mig-1g.10gb": 7}})
+    h = host("c", "n", "p", gpus=[_mig_gpu(i, on) for i, on in enumerate(mig)])
+    snap = _audit.build_snapshot({"n": h}, {"c": cluster_result([raw])}, NOW)
+    kinds = [m["kind"] for m in snap["fleet"][0]["mismatches"]]
+    assert kinds == (["mig_vs_label"] if mismatch else [])
+    jsonschema.validate(snap, SCHEMA)
