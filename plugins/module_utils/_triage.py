@@ -124,6 +124,8 @@ def _summary_lines(target, pods, findings, first):
         if target["kind"] == "pod"
         else (target["name"] or target["namespace"], "")
     )
+    if target["kind"] == "pod" and pods and pods[0]["phase"]:
+        subject += " (%s, %s)" % (pods[0]["phase"], _fmt_res(pods[0]["gpu_requests"]))
     lines.append("%s: %s" % (subject, "first failing layer: %s" % first if first else "no blocking problem found"))
     for pod in pods:
         if target["kind"] != "pod":
@@ -137,8 +139,6 @@ def _summary_lines(target, pods, findings, first):
                     pod["first_failing_layer"] or "ok",
                 )
             )
-        elif pod["phase"]:
-            lines[0] += " (%s, %s)" % (pod["phase"], _fmt_res(pod["gpu_requests"]))
     for item in findings:
         if item["severity"] == "info" and item["reason"] in ("NodesWithoutGPUs", "NoClusterPolicy"):
             continue

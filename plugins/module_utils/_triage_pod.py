@@ -26,6 +26,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._triage_common
     KUEUE_QUEUE_LABEL,
     VOLCANO_GROUP_ANNOTATIONS,
     _event_evidence,
+    _fmt_res,
     _int,
     _key,
     _meta,
@@ -343,6 +344,12 @@ class PodDiagnosis:
                 )
             )
 
+    def _free_gpus(self, name):
+        """Free GPU/MIG resources on a node for what this pod asks (allocatable minus requested)."""
+        alloc = (self.stack.nodes[name].get("status") or {}).get("allocatable") or {}
+        used = self.stack.requested.get(name, {})
+        return {res: max(_int(alloc.get(res)) - used.get(res, 0), 0) for res in self.requests if res in alloc}
+
     def _group_findings(self, kind, members, severity, ev):
         if not members:
             return []
@@ -367,16 +374,21 @@ class PodDiagnosis:
             out = []
             for (key, value, effect), nodes in sorted(by_key.items(), key=lambda kv: (-len(kv[1]), kv[0][0] or "")):
                 taint = {"key": key, "value": value, "effect": effect}
+                free = {n: self._free_gpus(n) for n in nodes}
                 out.append(
                     finding(
                         "scheduling",
                         "UntoleratedTaint",
                         severity,
                         "%d GPU node(s) have taint %s that the pod does not tolerate: %s"
-                        % (len(nodes), _taint_text(taint), ", ".join(nodes)),
+                        % (
+                            len(nodes),
+                            _taint_text(taint),
+                            ", ".join("%s (%s free)" % (n, _fmt_res(free[n]) if free[n] else "nothing") for n in nodes),
+                        ),
                         "Add a toleration {key: %s, operator: Exists, effect: %s} to the pod, or remove the taint "
-                        "(kubectl taint nodes NODE %s:%s-)." % (key, effect, key, effect),
-                        dict(ev, taint=taint),
+                        "(kubectl taint nodes %s %s:%s-)." % (key, effect, " ".join(nodes), key, effect),
+                        dict(ev, taint=taint, free=free),
                         nodes=nodes,
                     )
                 )
@@ -558,8 +570,8 @@ class PodDiagnosis:
                     "priority_preemption",
                     "PreemptionNotPossible",
                     "warning",
-                    "preemption cannot help pod %s (priority %d%s): every GPU pod on %s has priority >= %d"
-                    % (self.key, priority, ", class %s" % name if name else "", ", ".join(short_nodes), priority),
+                    "preemption cannot help pod %s (priority %d%s): no GPU pod with a lower priority runs on %s"
+                    % (self.key, priority, ", class %s" % name if name else "", ", ".join(short_nodes)),
                     "Give the pod a higher PriorityClass (one with preemptionPolicy PreemptLowerPriority), or wait for "
                     "the GPU pods to finish.",
                     ev,

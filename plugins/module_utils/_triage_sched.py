@@ -254,7 +254,9 @@ def parse_failed_scheduling(message):
     match = _AVAILABLE_RE.match(main)
     if not match:
         return {"nodes": None, "reasons": [], "preemption": None, "message": message}
-    out = {"nodes": int(match.group(1)), "reasons": _segments(match.group(2)), "preemption": None, "message": message}
+    # the reasons end at the first ". " (newer schedulers add e.g. "no new claims to deallocate," before preemption)
+    reasons = match.group(2).split(". ", 1)[0]
+    out = {"nodes": int(match.group(1)), "reasons": _segments(reasons), "preemption": None, "message": message}
     if preemption:
         pre = _AVAILABLE_RE.match(preemption)
         if pre:

@@ -149,6 +149,18 @@ class TestFailedSchedulingMessage:
         assert [r["filter"] for r in parsed["reasons"]] == ["taint", "affinity", "unschedulable"]
         assert parsed["preemption"] == [{"count": None, "reason": "not eligible due to preemptionPolicy=Never"}]
 
+    def test_kube_scheduler_1_36_wording(self):
+        """As the test bed's kube-scheduler v1.36 writes it: no taint key, a DRA note before preemption."""
+        parsed = parse_failed_scheduling(
+            "0/5 nodes are available: 2 node(s) had untolerated taint(s), 3 Insufficient nvidia.com/gpu. no new "
+            "claims to deallocate, preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling."
+        )
+        assert [(r["count"], r["filter"], r.get("resource")) for r in parsed["reasons"]] == [
+            (2, "taint", None),
+            (3, "resources", "nvidia.com/gpu"),
+        ]
+        assert parsed["preemption"] == [{"count": 5, "reason": "Preemption is not helpful for scheduling"}]
+
     def test_other_shapes_keep_the_message(self):
         parsed = parse_failed_scheduling("skip schedule deleting pod: ns/p")
         assert parsed["nodes"] is None and parsed["reasons"] == [] and parsed["message"].startswith("skip")

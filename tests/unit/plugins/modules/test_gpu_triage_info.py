@@ -171,7 +171,7 @@ def test_a_pending_pod_on_a_broken_driver_reports_the_driver_layer_and_reads_its
     assert crash["evidence"]["log_tail"][-1] == "Could not resolve Linux kernel version"
     log_reads = [q for p, q in server.requests if p.endswith("/log")]
     assert log_reads == [{"container": "nvidia-driver-ctr", "tailLines": "20", "previous": "true"}]
-    assert result["summary_lines"][0].startswith("pod ml/train: first failing layer: driver")
+    assert result["summary_lines"][0] == "pod ml/train (Pending, nvidia.com/gpu=1): first failing layer: driver"
 
 
 def test_without_a_previous_container_the_current_log_is_read(monkeypatch):
