@@ -344,11 +344,13 @@ def _cluster_entry(name, data):
     result = data.get("result") or {}
     failed = bool(result.get("failed") or result.get("unreachable")) or not result
     policy = result.get("cluster_policy") or {}
+    kubeconfig = data.get("kubeconfig")
     return {
         "name": name,
         "status": "error" if failed else "ok",
         "error": (result.get("msg") or "no gpu_cluster_info result") if failed else None,
-        "kubeconfig": data.get("kubeconfig"),
+        # a path is recorded; an inline kubeconfig (a dict, with credentials) never is
+        "kubeconfig": kubeconfig if isinstance(kubeconfig, str) or kubeconfig is None else "(inline)",
         "context": data.get("context"),
         "kubernetes_version": (result.get("kubernetes_version") or {}).get("git_version"),
         "cluster_policy_state": policy.get("state"),

@@ -19,8 +19,9 @@ description:
   - Computes, per pool of each cluster, the drift of the driver, CUDA, kernel, OS, VBIOS, MIG layout, container toolkit
     and runtime config (values that differ between the pool's hosts, with the majority and the outliers); GPU health
     by category (ECC, remapped rows, Xid-related, thermal, other) for a heat map; mismatches between host and cluster
-    (NVML GPU count against C(nvidia.com/gpu) allocatable, host driver against the node's driver label, host without
-    node); and, with O(baseline), what changed since an earlier snapshot.
+    (NVML GPU count against C(nvidia.com/gpu) allocatable, MIG mode against the node's C(all-*) MIG config label, host
+    driver against the node's driver label, host without node); and, with O(baseline), what changed since an earlier
+    snapshot.
   - Writes a JSON snapshot (schema C(docs/audit-snapshot.schema.json), RV(summary) and more), a Markdown summary and
     a self-contained HTML report (inline CSS and JavaScript, no external asset; sortable fleet table, per-pool health
     heat map, drift highlights) into O(dest). Each file is written to a temporary file in O(dest) and renamed over

@@ -307,3 +307,10 @@ def test_mig_mode_is_compared_with_an_all_star_mig_config_label(config, mig, mis
     kinds = [m["kind"] for m in snap["fleet"][0]["mismatches"]]
     assert kinds == (["mig_vs_label"] if mismatch else [])
     jsonschema.validate(snap, SCHEMA)
+
+
+def test_an_inline_kubeconfig_is_never_recorded():
+    secret = {"users": [{"name": "u", "user": {"token": "s3cr3t"}}]}
+    snap = _audit.build_snapshot({}, {"c": {"result": {"nodes": {}}, "kubeconfig": secret}}, NOW)
+    assert snap["clusters"][0]["kubeconfig"] == "(inline)" and "s3cr3t" not in json.dumps(snap)
+    jsonschema.validate(snap, SCHEMA)
