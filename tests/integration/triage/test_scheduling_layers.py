@@ -316,7 +316,7 @@ def test_the_diagnose_playbook_prints_the_summary_and_rejects_bad_input(nodes, k
     mark = testbed.audit_mark()
     ok = play("pod=%s/train" % ns)
     assert ok.returncode == 0, ok.stdout[-3000:] + ok.stderr[-2000:]
-    assert "pod %s/train: first failing layer: scheduling" % ns in ok.stdout
+    assert "pod %s/train (Pending, nvidia.com/gpu=1): first failing layer: scheduling" % ns in ok.stdout
     assert "NodeSelectorMismatch" in ok.stdout and "fix:" in ok.stdout
     assert testbed.audit_writes(mark) == []
 
