@@ -1,0 +1,100 @@
+# Copyright (c) gpuops.gpu_operator contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+"""Specification of plugins/modules/gpu_preflight_info.py with a stubbed API server (no cluster)."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+from ansible.module_utils.testing import patch_module_args
+from kubernetes import client as k8s_client
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import K8sClient, RetryPolicy
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s_args import KUBECONFIG_ARG_SPEC
+from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_preflight_info as mod
+
+
+class Resp:
+    def __init__(self, status, body, reason="OK"):
+        self.status, self.data, self.headers, self.reason = status, json.dumps(body).encode(), {}, reason
+
+
+class ReadOnlyServer:
+    """Answers GETs only; anything else fails the test (the module must not write)."""
+
+    def __init__(self, bodies):
+        self.bodies = bodies
+
+    def request(self, method, url, headers=None, timeout=None, retries=None):
+        assert method == "GET", "gpu_preflight_info must only read"
+        path = urlsplit(url).path
+        if path == "/version":
+            return Resp(200, {"gitVersion": "v1.36.3", "major": "1", "minor": "36"})
+        if path in self.bodies:
+            return Resp(200, self.bodies[path])
+        return Resp(404, {"message": "not found"}, "Not Found")
+
+
+def run_module(monkeypatch, server, reviews, **args):
+    def fake_client(params, retry=None):
+        cfg = k8s_client.Configuration()
+        cfg.host = "https://api.test"
+        return K8sClient(cfg, retry=RetryPolicy(attempts=1), pool_manager=server)
+
+    monkeypatch.setattr(mod, "client_from_params", fake_client)
+    monkeypatch.setattr(mod, "reviewer", lambda cfg: reviews)
+    outcome = {}
+
+    def capture(kind):
+        def _exit(self, **kwargs):
+            outcome.update(kwargs, _kind=kind)
+            raise SystemExit(0 if kind == "exit" else 1)
+
+        return _exit
+
+    monkeypatch.setattr(mod.AnsibleModule, "exit_json", capture("exit"))
+    monkeypatch.setattr(mod.AnsibleModule, "fail_json", capture("fail"))
+    with patch_module_args(args), pytest.raises(SystemExit):
+        mod.main()
+    return outcome
+
+
+EMPTY = {"items": [], "metadata": {}}
+
+
+def test_reads_every_section_and_lists_the_denied_permission(monkeypatch):
+    server = ReadOnlyServer({"/api/v1/nodes": EMPTY, "/apis/apps/v1/daemonsets": EMPTY})
+    out = run_module(
+        monkeypatch,
+        server,
+        lambda body: {"allowed": body["spec"]["resourceAttributes"]["verb"] == "list"},
+        permissions=[{"verb": "list", "resource": "nodes"}, {"verb": "patch", "resource": "nodes"}],
+    )
+    assert out["_kind"] == "exit" and out["changed"] is False
+    assert out["kubernetes_version"]["git_version"] == "v1.36.3"
+    assert out["runtime_class"]["exists"] is False and out["namespace"]["exists"] is False
+    assert [m["verb"] for m in out["access"][0]["missing"]] == ["patch"]
+
+
+def test_a_forbidden_read_fails_naming_it(monkeypatch):
+    class Forbidden(ReadOnlyServer):
+        def request(self, method, url, **kw):
+            return Resp(403, {"message": "nodes is forbidden"}, "Forbidden")
+
+    out = run_module(monkeypatch, Forbidden({}), None, sections=["nodes"])
+    assert out["_kind"] == "fail" and "403" in out["msg"] and out["status"] == 403
+
+
+def test_page_size_below_one_is_refused(monkeypatch):
+    out = run_module(monkeypatch, ReadOnlyServer({}), None, page_size=0)
+    assert out["_kind"] == "fail" and out["msg"] == "page_size must be at least 1, got 0"
+
+
+def test_the_documented_options_are_the_argument_spec():
+    doc = yaml.safe_load(mod.DOCUMENTATION)
+    assert set(doc["options"]) | set(KUBECONFIG_ARG_SPEC) == set(mod.argspec())
+    assert set(doc["options"]["permissions"]["suboptions"]) == set(mod.argspec()["permissions"]["options"])
