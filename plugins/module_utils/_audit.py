@@ -548,11 +548,11 @@ def check_baseline(data, source):
             % (source, (data.get("kind") if isinstance(data, dict) else type(data).__name__))
         )
     version = str(data.get("schema_version") or "")
-    if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+    major = SCHEMA_VERSION.split(".", 1)[0]
+    if version.split(".", 1)[0] != major:
         raise BaselineError(
             "%s has schema_version %s; this audit compares against major version %s only (re-run the audit "
-            "with the old collection or drop the baseline)"
-            % (source, version or "(none)", SCHEMA_VERSION.split(".")[0])
+            "with the old collection or drop the baseline)" % (source, version or "(none)", major)
         )
     return data
 
@@ -609,5 +609,8 @@ def same_content(a, b):
     """True when two snapshots differ at most in ``generated_at`` (so a re-run changes no file)."""
     if not isinstance(a, dict) or not isinstance(b, dict):
         return False
-    strip = lambda s: {k: v for k, v in s.items() if k != "generated_at"}  # noqa: E731
-    return strip(a) == strip(b)
+    return _without_timestamp(a) == _without_timestamp(b)
+
+
+def _without_timestamp(snapshot):
+    return {k: v for k, v in snapshot.items() if k != "generated_at"}
