@@ -370,16 +370,33 @@ def _check_monitoring(nvml, node, monitoring):
                 "Check the dcgm-exporter pod on this node, its Service/ServiceMonitor and Prometheus' targets.",
             )
         ]
-    if monitoring.get("endpoint"):
-        return []
-    return [
-        _finding(
-            "monitoring",
-            "monitoring",
-            "no ready nvidia-dcgm-exporter endpoint on this node",
-            "Check that the dcgm-exporter pod runs on this node (nvidia.com/gpu.deploy.dcgm-exporter) and is Ready.",
-        )
-    ]
+    # Without Prometheus: the node's exporter pod, the exporter Service, and the node's endpoint where one is listed.
+    # EndpointSlices never list loopback or host-network addresses the API rejects, so a Ready pod whose endpoint is
+    # not listed passes; a listed endpoint that is not ready fails.
+    fix = "Check that the dcgm-exporter pod runs on this node (nvidia.com/gpu.deploy.dcgm-exporter) and is Ready."
+    if not monitoring.get("service"):
+        return [
+            _finding(
+                "monitoring",
+                "monitoring",
+                "no nvidia-dcgm-exporter Service (no EndpointSlice labelled "
+                "kubernetes.io/service-name=nvidia-dcgm-exporter)",
+                "Check dcgmExporter in the ClusterPolicy; the operator creates the Service with the exporter.",
+            )
+        ]
+    pod = (node.get("operands") or {}).get("dcgm-exporter")
+    if pod is None:
+        return [_finding("monitoring", "monitoring", "no nvidia-dcgm-exporter pod on this node", fix)]
+    if monitoring.get("endpoint") is False:
+        return [
+            _finding(
+                "monitoring",
+                "monitoring",
+                "the nvidia-dcgm-exporter endpoint of this node (pod %s) is not ready" % pod.get("name"),
+                fix,
+            )
+        ]
+    return []
 
 
 def node_findings(host, node, smoke=None, monitoring=None, mig_layouts=None, sandbox_events=None):
@@ -447,13 +464,19 @@ def prometheus_by_node(series_result=None, xid_result=None, node_label="Hostname
 
 
 def endpoints_by_node(endpoint_slices):
-    """Per node ``{"source": "endpoints", "endpoint": True}`` for each node with a ready exporter endpoint."""
+    """Per node ``{"source": "endpoints", "service": True, "endpoint": ready}`` for each node with a listed
+    exporter endpoint (``ready`` False when it is listed as not ready)."""
     out = {}
     for eps in endpoint_slices or []:
         for ep in eps.get("endpoints") or []:
-            ready = (ep.get("conditions") or {}).get("ready")
-            if ep.get("nodeName") and ready is not False:
-                out[ep["nodeName"]] = {"source": "endpoints", "endpoint": True}
+            node = ep.get("nodeName")
+            if node:
+                ready = (ep.get("conditions") or {}).get("ready") is not False
+                out[node] = {
+                    "source": "endpoints",
+                    "service": True,
+                    "endpoint": ready or out.get(node, {}).get("endpoint", False),
+                }
     return out
 
 
@@ -486,8 +509,9 @@ def fleet_summary(hosts, nodes, smoke=None, monitoring=None, mig_layouts=None, s
             )
             empty = {"source": "prometheus", "series": 0, "xid": {}}
         else:
-            per_node_monitoring = endpoints_by_node(monitoring.get("endpoint_slices"))
-            empty = {"source": "endpoints", "endpoint": False}
+            slices = monitoring.get("endpoint_slices") or []
+            per_node_monitoring = endpoints_by_node(slices)
+            empty = {"source": "endpoints", "service": bool(slices), "endpoint": None}
     events = sandbox_events_by_pod(sandbox_events)
     rows = []
     for name in sorted(hosts):

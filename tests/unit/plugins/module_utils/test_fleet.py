@@ -94,8 +94,12 @@ def test_layers_and_checks_are_in_dependency_and_issue_order():
 
 
 def test_a_healthy_node_whose_allocatable_matches_nvml_has_no_findings():
+    exporter = {"dcgm-exporter": {"name": "e", "ready": True}}
     checks, findings = node_checks(
-        host(nvml()), node(), smoke={"status": "passed"}, monitoring={"source": "endpoints", "endpoint": True}
+        host(nvml()),
+        node(operands=exporter),
+        smoke={"status": "passed"},
+        monitoring={"source": "endpoints", "service": True, "endpoint": True},
     )
     assert findings == []
     assert set(checks.values()) == {"pass", "skipped"} and checks["smoke"] == checks["monitoring"] == "pass"
@@ -256,7 +260,7 @@ def test_prometheus_series_per_node_are_compared_with_the_gpu_count():
     assert "0 of 8 GPUs" in rows[2]["evidence"][0]
 
 
-def test_without_prometheus_a_ready_exporter_endpoint_per_node_is_required():
+def test_without_prometheus_the_exporter_pod_service_and_listed_endpoint_decide():
     slices = [
         {
             "endpoints": [
@@ -265,12 +269,22 @@ def test_without_prometheus_a_ready_exporter_endpoint_per_node_is_required():
             ]
         }
     ]
-    assert endpoints_by_node(slices) == {"gpu-0": {"source": "endpoints", "endpoint": True}}
-    hosts = {"a": host(nvml(), "gpu-0"), "b": host(nvml(), "gpu-1")}
-    rows = fleet_summary(
-        hosts, {"gpu-0": node(), "gpu-1": node()}, monitoring={"source": "endpoints", "endpoint_slices": slices}
-    )["rows"]
-    assert [r["verdict"] for r in rows] == ["pass", "fail"] and rows[1]["failing_layer"] == "monitoring"
+    assert endpoints_by_node(slices)["gpu-0"] == {"source": "endpoints", "service": True, "endpoint": True}
+    exporter = {"dcgm-exporter": {"name": "nvidia-dcgm-exporter-x", "ready": True}}
+    hosts = {h: host(nvml(), "gpu-%d" % i) for i, h in enumerate("abcd")}
+    nodes = {
+        "gpu-0": node(operands=exporter),
+        "gpu-1": node(operands=exporter),
+        "gpu-2": node(operands=exporter),
+        "gpu-3": node(),
+    }
+    rows = fleet_summary(hosts, nodes, monitoring={"source": "endpoints", "endpoint_slices": slices})["rows"]
+    # gpu-2: Ready pod, endpoint not listed (the API never lists loopback/host addresses): passes
+    assert [r["failing_layer"] for r in rows] == [None, "monitoring", None, "monitoring"]
+    assert "endpoint of this node (pod nvidia-dcgm-exporter-x) is not ready" in rows[1]["evidence"][0]
+    assert rows[3]["evidence"] == ["no nvidia-dcgm-exporter pod on this node"]
+    rows = fleet_summary(hosts, nodes, monitoring={"source": "endpoints", "endpoint_slices": []})["rows"]
+    assert all("no nvidia-dcgm-exporter Service" in r["evidence"][0] for r in rows)
 
 
 def test_fleet_summary_counts_verdicts_and_layers():

@@ -1,0 +1,152 @@
+"""Benchmark: gpu_smoke_test on 1,000 GPU nodes against the time the simulator needs to run 1,000 bare pods.
+
+* floor: the same 1,000 pods (one per GPU node, as gpu_smoke_test would build them) created from 16 threads,
+  a LIST of them every 0.5 s until kwok has run every one to completion (label gpuops.io/smoke-test=true:
+  Running, then Succeeded after about a second), then deleted from 16 threads. No log reads, no verdicts.
+* gpu_smoke_test: the module's SmokeRun in-process (same code path as the module, without Ansible's process
+  start-up), every node at once (concurrency 1000), poll 0.5 s, its default 4 request threads; it also reads
+  every pod's log and waits until every pod is gone.
+
+Both go through the collection's _k8s.K8sClient as the least-privilege identity. Runs on the `scale-1000` test
+bed (1,000 GPU nodes; its `up` sets nvidia.com/gpu capacity since the profile runs no operator).
+
+    .venv/bin/python bench/smoke_test.py [--state-dir DIR] [--repeat 2] [--nodes 1000]
+
+Without --state-dir it starts `python -m tests.sim up --profile scale-1000` in a temporary directory and stops it
+afterwards. Prints figures; never run from the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COLLECTIONS = ROOT / "build" / "collections"
+LINK = COLLECTIONS / "ansible_collections" / "gpuops" / "gpu_operator"
+if not LINK.exists():
+    LINK.parent.mkdir(parents=True, exist_ok=True)
+    LINK.symlink_to(ROOT)
+sys.path.insert(0, str(COLLECTIONS))
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (  # noqa: E402
+    K8sClient,
+    load_configuration,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._smoke import (  # noqa: E402
+    SmokeRun,
+    pod_spec,
+    run_selector,
+    select_nodes,
+)
+
+NAMESPACE = "default"
+KWOK_LOG = "ran under kwok"
+
+
+def new_client(kubeconfig):
+    return K8sClient(load_configuration(kubeconfig=kubeconfig), timeout=120)
+
+
+def gpu_nodes(kubeconfig, limit):
+    return select_nodes(new_client(kubeconfig).list_core("nodes", page_size=2000))[:limit]
+
+
+def make_pod(run_id, node):
+    return pod_spec(run_id, node, "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0", timeout=300)
+
+
+def floor(kubeconfig, nodes):
+    c = new_client(kubeconfig)
+    run_id = "floor%03d" % (int(time.time()) % 1000)
+    pods = [make_pod(run_id, n) for n in nodes]
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda p: c.create_pod(NAMESPACE, p), pods))
+    path = "/api/v1/namespaces/%s/pods" % NAMESPACE
+    while True:
+        time.sleep(0.5)
+        items = c.list_all(path, label_selector=run_selector(run_id), page_size=2000)[0]
+        if len(items) == len(pods) and all(p["status"].get("phase") == "Succeeded" for p in items):
+            break
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda p: c.delete_pod(NAMESPACE, p["metadata"]["name"]), pods))
+    secs = time.perf_counter() - t0
+    return secs, c.requests, len(pods)
+
+
+def module_run(kubeconfig, nodes):
+    c = new_client(kubeconfig)
+    run = SmokeRun(c, NAMESPACE, make_pod, concurrency=len(nodes), poll_interval=0.5, expected_output=KWOK_LOG)
+    t0 = time.perf_counter()
+    results = run.run(nodes)
+    secs = time.perf_counter() - t0
+    passed = sum(1 for r in results.values() if r["status"] == "passed")
+    if passed != len(nodes) or run.leftovers:
+        raise RuntimeError("smoke run: %d of %d passed, leftovers %s" % (passed, len(nodes), run.leftovers[:5]))
+    return secs, c.requests, passed
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--state-dir", help="a running test bed (python -m tests.sim up --profile scale-1000)")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--nodes", type=int, default=1000)
+    opts = ap.parse_args()
+
+    owned = None
+    state_dir = opts.state_dir
+    if not state_dir:
+        owned = tempfile.mkdtemp(prefix="gpuops-bench-")
+        state_dir = os.path.join(owned, "bed")
+        print("starting scale-1000 test bed in %s ..." % state_dir, flush=True)
+        subprocess.run(
+            [sys.executable, "-m", "tests.sim", "up", "--profile", "scale-1000", "--state-dir", state_dir],
+            cwd=ROOT,
+            check=True,
+            timeout=1800,
+        )
+    try:
+        state = json.loads(Path(state_dir, "state.json").read_text())
+        sa = state["sa_kubeconfig"]
+        nodes = gpu_nodes(sa, opts.nodes)
+        print(
+            "profile %s: %d GPU nodes, one smoke pod each; best of %d interleaved runs; identity: least privilege"
+            % (state.get("profile"), len(nodes), opts.repeat),
+            flush=True,
+        )
+        best = {}
+        for _unused in range(opts.repeat):
+            for name, fn in (("bare pods (floor)", floor), ("gpu_smoke_test", module_run)):
+                secs, reqs, count = fn(sa, nodes)
+                print("  %-20s %8.2f s %6d requests %5d pods" % (name, secs, reqs, count), flush=True)
+                if name not in best or secs < best[name][0]:
+                    best[name] = (secs, reqs, count)
+        base, mod = best["bare pods (floor)"], best["gpu_smoke_test"]
+        print("\n%-22s %9s %9s %10s" % ("method", "seconds", "requests", "vs floor"))
+        for name, (secs, reqs, _count) in best.items():
+            print("%-22s %9.2f %9d %9.2fx" % (name, secs, reqs, secs / base[0]))
+        ratio = mod[0] / base[0]
+        print(
+            "\ngpu_smoke_test / bare-pod floor = %.2fx at %d nodes  (target <= 2x: %s)"
+            % (ratio, len(nodes), "PASS" if ratio <= 2 else "FAIL")
+        )
+    finally:
+        if owned:
+            subprocess.run(
+                [sys.executable, "-m", "tests.sim", "down", "--state-dir", state_dir],
+                cwd=ROOT,
+                check=False,
+                timeout=300,
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""Helpers for the gpu_validate specs: run the tests' site play on the test bed and read its report."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+COLLECTIONS = REPO_ROOT / "build" / "collections"
+PLAY = Path(__file__).resolve().parent / "site_validate.yml"
+NVML_LIB = REPO_ROOT / "build" / "nvml" / "libnvidia-ml.so.1"
+
+
+class Validate:
+    """Runs site_validate.yml (NVML facts on every simulated GPU host, then the role) as the SA identity."""
+
+    def __init__(self, bed, workdir: Path):
+        self.bed, self.workdir = bed, workdir
+        self.inventory = workdir / "inventory.yml"
+        proc = subprocess.run(
+            [sys.executable, "-m", "tests.sim", "inventory", "--state-dir", str(bed.state_dir)],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        self.inventory.write_text(proc.stdout)
+        self.runs = 0
+
+    def run(self, check=False, **extra_vars):
+        """Run the play; returns (returncode, report dict or None, stdout)."""
+        self.runs += 1
+        report_dir = Path(extra_vars.pop("gpuops_report_dir", self.workdir / ("run-%d" % self.runs)))
+        extra = {"gpuops_report_dir": str(report_dir), "gpu_nvml_library": str(NVML_LIB), **extra_vars}
+        env = dict(
+            os.environ,
+            ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS),
+            ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
+            ANSIBLE_LOCALHOST_WARNING="0",
+            ANSIBLE_FORCE_COLOR="0",
+            ANSIBLE_NOCOLOR="1",
+        )
+        proc = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "ansible-playbook"),
+                "-i",
+                str(self.inventory),
+                str(PLAY),
+                "-e",
+                json.dumps(extra),
+                *(["--check"] if check else []),
+            ],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=900,
+            check=False,
+        )
+        report = report_dir / "gpu-validate.json"
+        data = json.loads(report.read_text()) if report.exists() else None
+        return proc.returncode, data, proc.stdout + proc.stderr
+
+    @staticmethod
+    def rows(report):
+        return {r["node"]: r for r in report["rows"]}
+
+    @staticmethod
+    def layers(report):
+        return {r["node"]: r["failing_layer"] for r in report["rows"]}
