@@ -223,6 +223,10 @@ class Kube:
         current = self.core.read_node(node).spec.taints or []
         self.core.patch_node(node, {"spec": {"taints": [t.to_dict() for t in current if t.key != key] or None}})
 
+    def cordon(self, node):
+        self.core.patch_node(node, {"spec": {"unschedulable": True}})
+        self.undo.append(lambda: self.core.patch_node(node, {"spec": {"unschedulable": None}}))
+
     def priority_class(self, name, value, preemption_policy="PreemptLowerPriority"):
         self.sched.create_priority_class(
             {"metadata": {"name": name}, "value": value, "preemptionPolicy": preemption_policy, "globalDefault": False}

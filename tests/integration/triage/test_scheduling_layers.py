@@ -69,6 +69,24 @@ def test_untolerated_taint_on_one_node_and_too_few_gpus_on_the_others(nodes, kub
     assert summary.index("UntoleratedTaint") < summary.index("InsufficientGPU")
 
 
+def test_a_cordoned_node_comes_before_the_shortage_on_the_others(nodes, kube, triage):
+    big, other_big, small = nodes
+    kube.cordon(big)
+    ns = kube.namespace()
+    kube.pod(ns, "filler", gpus=8, nodeSelector={"kubernetes.io/hostname": other_big})
+    kube.bound(ns, "filler")
+    kube.pod(ns, "train", gpus=4)
+    kube.failed_scheduling(ns, "train", contains="were unschedulable")
+
+    result = triage(pod="%s/train" % ns)
+
+    cordoned, insufficient = blocking(result, "scheduling")
+    assert (cordoned["reason"], cordoned["nodes"]) == ("NodeCordoned", [big])
+    assert "kubectl uncordon" in cordoned["fix"]
+    assert (insufficient["reason"], insufficient["nodes"]) == ("InsufficientGPU", sorted([other_big, small]))
+    assert scheduler_counts(result)["unschedulable"] == 1
+
+
 def test_a_node_selector_nobody_matches(nodes, kube, triage):
     ns = kube.namespace()
     kube.pod(ns, "train", gpus=1, nodeSelector={"gpuops.io/rack": "r9"})
