@@ -293,7 +293,7 @@ class PodDiagnosis:
                     "scheduling",
                     "FitsNow",
                     "info",
-                    "pod %s fits on %s now; the scheduler has not placed it yet%s"
+                    "pod %s: the GPUs it asks for are free on %s now%s"
                     % (
                         self.key,
                         ", ".join(c for c in self.candidates if self.classified[c][0] is None),
@@ -316,7 +316,7 @@ class PodDiagnosis:
                     finding(
                         "scheduling",
                         "SchedulerOther",
-                        severity,
+                        "error",  # a reason we do not model blocks the pod even when its GPUs would fit
                         "scheduler: %d node(s): %s" % (reason["count"], reason["reason"]),
                         "See the scheduler's reason; it is not about GPUs.",
                         ev,

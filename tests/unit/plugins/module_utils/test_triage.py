@@ -281,6 +281,18 @@ class TestScheduling:
         finding = next(f for f in result["findings"] if f["reason"] == "MIGResourceName")
         assert "nvidia.com/mig-3g.40gb" in finding["fix"]
 
+    def test_a_reason_that_is_not_about_gpus_still_blocks_a_pod_whose_gpus_fit(self):
+        message = "0/1 nodes are available: 1 Insufficient memory."
+        result = run(
+            gpu_pod(),
+            nodes=[gpu_node("g0")],
+            operators=healthy_operands("g0"),
+            events=[event("train", "FailedScheduling", message, uid="uid-train")],
+        )
+        assert "FitsNow" in reasons(result)
+        assert errors(result) == [("scheduling", "SchedulerOther")]
+        assert result["first_failing_layer"] == "scheduling"
+
     def test_the_scheduler_event_is_parsed_into_the_pod_result(self):
         message = (
             "0/1 nodes are available: 1 Insufficient cpu. "
