@@ -1,0 +1,146 @@
+"""Benchmark: the simulated GPU Operator's rollout on the `scale-1000` test bed (moved here from a test that
+skipped below 500 nodes).
+
+After `helm install` of the stand-in chart it measures, on 1,000 GPU nodes:
+
+* labelled: every GPU node carries nvidia.com/gpu.present (the controller's own work);
+* floor: the last device-plugin pod Ready (the real DaemonSet controller, scheduler and kwok placing and running
+  7,000 operand pods; the controller cannot advertise a GPU before its node's plugin pod is Ready);
+* advertised: every node's allocatable nvidia.com/gpu equals its GPU count and the ClusterPolicy is ready.
+
+It prints `advertised / floor` (how much the controller adds to the rollout the real controllers need).
+
+    .venv/bin/python bench/operator_scale.py [--state-dir DIR]
+
+Without --state-dir it starts `python -m tests.sim up --profile scale-1000` in a temporary directory and stops it
+afterwards. Prints figures; never run from the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "integration" / "operator"))
+
+from simop_helpers import NS, Op, wait_for  # noqa: E402
+
+from tests.sim import profiles  # noqa: E402
+from tests.sim import testbed as tb  # noqa: E402
+
+
+class Bed:
+    def __init__(self, state):
+        d = state.data
+        self.kubeconfig, self.chart_repo_url, self.helm = d["kubeconfig"], d["chart_repo_url"], d["helm"]
+
+
+def _ts(value):
+    return value.timestamp() if isinstance(value, datetime.datetime) else None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--state-dir", help="a running test bed (python -m tests.sim up --profile scale-1000)")
+    opts = ap.parse_args()
+    owned = None
+    state_dir = opts.state_dir
+    if not state_dir:
+        owned = tempfile.mkdtemp(prefix="gpuops-bench-")
+        state_dir = os.path.join(owned, "bed")
+        print("starting scale-1000 test bed in %s ..." % state_dir, flush=True)
+        subprocess.run(
+            [sys.executable, "-m", "tests.sim", "up", "--profile", "scale-1000", "--state-dir", state_dir],
+            cwd=ROOT,
+            check=True,
+            timeout=1800,
+        )
+    controller = None
+    try:
+        from kubernetes import config
+
+        state = tb.State(Path(state_dir)).load()
+        bed = Bed(state)
+        api = config.new_client_from_config(config_file=bed.kubeconfig)
+        prof = profiles.load(state.data.get("profile_source") or state.data["profile"])
+        work = Path(tempfile.mkdtemp(prefix="gpuops-simop-"))
+        if not any(n == "gpu-operator-sim" and ok for n, _c, ok in state.check()):
+            log = open(work / "gpu-operator-sim.log", "ab")  # noqa: SIM115 (handed to the child process)
+            controller = subprocess.Popen(
+                [sys.executable, "-m", "tests.sim.operator", "--kubeconfig", bed.kubeconfig, "--state-dir", str(work)],
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            wait_for((work / "dcgm-exporter.url").exists, 60, what="simulated operator start")
+        helm_env = {
+            **os.environ,
+            **{k: str(work / k.lower()) for k in ("HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME")},
+        }
+        op = Op(bed, api, prof, helm_env, work)
+        n = len(op.gpu_nodes)
+        t0 = time.time()
+        op.install()
+        print("helm install returned after %.1fs" % (time.time() - t0), flush=True)
+
+        def labelled():
+            return len(op.core.list_node(label_selector="nvidia.com/gpu.present=true").items) >= n
+
+        wait_for(labelled, 300, interval=1, what="every GPU node labelled")
+        t_label = time.time() - t0
+
+        def advertised():
+            ok = 0
+            for node in op.core.list_node(label_selector="nvidia.com/gpu.present=true").items:
+                want = str(op.gpu_nodes[node.metadata.name].count)
+                ok += (node.status.allocatable or {}).get("nvidia.com/gpu") == want
+            return ok == n and op.cp_state() == "ready"
+
+        wait_for(advertised, 1800, interval=5, what="every GPU advertised and the ClusterPolicy ready")
+        t_adv = time.time() - t0
+        ready_at = []
+        for pod in op.core.list_namespaced_pod(NS, label_selector="app=nvidia-device-plugin-daemonset").items:
+            for cond in pod.status.conditions or []:
+                if cond.type == "Ready" and cond.status == "True":
+                    ready_at.append(_ts(cond.last_transition_time))
+        t_floor = max(t for t in ready_at if t) - t0
+        print(
+            json.dumps(
+                {
+                    "gpu_nodes": n,
+                    "labelled_s": round(t_label, 1),
+                    "floor_s": round(t_floor, 1),
+                    "advertised_s": round(t_adv, 1),
+                }
+            )
+        )
+        print("every GPU node labelled in %.1fs" % t_label)
+        print("last device-plugin pod Ready (floor) after %.1fs" % t_floor)
+        print("every GPU advertised, ClusterPolicy ready after %.1fs" % t_adv)
+        print("advertised / floor = %.2fx  (the poll interval of this benchmark is 5 s)" % (t_adv / t_floor))
+        op.helm("uninstall", "gpu-operator", "-n", NS, "--wait", check=False)
+    finally:
+        if controller is not None:
+            controller.terminate()
+            controller.wait(15)
+        if owned:
+            subprocess.run(
+                [sys.executable, "-m", "tests.sim", "down", "--state-dir", state_dir],
+                cwd=ROOT,
+                check=False,
+                timeout=300,
+            )
+
+
+if __name__ == "__main__":
+    main()
