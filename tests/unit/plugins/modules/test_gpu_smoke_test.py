@@ -1,0 +1,102 @@
+"""Specification of plugins/modules/gpu_smoke_test.py with a stubbed API server: inputs, check mode, result shape."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlsplit
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+from kubernetes import client as k8s_client
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import K8sClient, RetryPolicy
+from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_smoke_test
+
+
+class Resp:
+    def __init__(self, status, body):
+        self.status, self.data, self.headers, self.reason = status, json.dumps(body).encode(), {}, "OK"
+
+
+class ReadOnlyServer:
+    """Serves two GPU nodes and one CPU node; records every request."""
+
+    def __init__(self):
+        self.calls = []
+
+    def request(self, method, url, body=None, headers=None, timeout=None, retries=None):
+        path = urlsplit(url).path
+        self.calls.append((method, path))
+        assert method == "GET", "check mode must only read"
+        nodes = [
+            {
+                "metadata": {"name": n, "labels": {"nvidia.com/gpu.present": "true"}},
+                "status": {"allocatable": {"nvidia.com/gpu": "8"}},
+            }
+            for n in ("g0", "g1")
+        ] + [{"metadata": {"name": "cpu0", "labels": {}}, "status": {}}]
+        if path == "/api/v1/nodes":
+            return Resp(200, {"items": nodes, "metadata": {}})
+        return Resp(200, {"items": [], "metadata": {}})
+
+
+def run_module(server, monkeypatch, check=False, **args):
+    def fake_client(params, retry=None):
+        cfg = k8s_client.Configuration()
+        cfg.host = "https://api.test"
+        return K8sClient(cfg, retry=RetryPolicy(attempts=1), pool_manager=server)
+
+    monkeypatch.setattr(gpu_smoke_test, "client_from_params", fake_client)
+    outcome = {}
+
+    def capture(kind):
+        def _exit(self, **kwargs):
+            outcome.update(kwargs, _kind=kind)
+            raise SystemExit(0 if kind == "exit" else 1)
+
+        return _exit
+
+    monkeypatch.setattr(gpu_smoke_test.AnsibleModule, "exit_json", capture("exit"))
+    monkeypatch.setattr(gpu_smoke_test.AnsibleModule, "fail_json", capture("fail"))
+    if check:
+        args["_ansible_check_mode"] = True
+    with patch_module_args(args), pytest.raises(SystemExit):
+        gpu_smoke_test.main()
+    return outcome
+
+
+def test_check_mode_plans_one_pod_per_gpu_node_and_only_reads(monkeypatch):
+    server = ReadOnlyServer()
+    res = run_module(server, monkeypatch, check=True, gpus="all", mode="nvidia-smi")
+    assert res["_kind"] == "exit" and res["changed"] is False and res["nodes"] == {}
+    assert [(p["node"], p["resources"]) for p in res["planned"]] == [
+        ("g0", {"nvidia.com/gpu": "8"}),
+        ("g1", {"nvidia.com/gpu": "8"}),
+    ]
+    assert {p["image"] for p in res["planned"]} == {"nvcr.io/nvidia/cuda:12.5.0-base-ubuntu22.04"}
+    assert res["summary"]["total"] == 2
+    assert {m for m, _p in server.calls} == {"GET"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"gpus": "lots"}, "gpus must be a positive integer or 'all', got 'lots'"),
+        ({"concurrency": 0}, "concurrency must be at least 1, got 0"),
+        ({"timeout": 0}, "timeout must be at least 1, got 0"),
+        ({"poll_interval": 0}, "poll_interval must be greater than 0"),
+        ({"nodes": ["nope"]}, "nodes nope are not in the cluster"),
+        ({"sample": 1, "percent": 10}, "mutually exclusive"),
+    ],
+)
+def test_bad_input_fails_naming_it(monkeypatch, args, message):
+    res = run_module(ReadOnlyServer(), monkeypatch, check=True, **args)
+    assert res["_kind"] == "fail" and message in res["msg"]
+
+
+def test_the_argument_spec_keeps_the_shared_kubeconfig_options():
+    from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s_args import KUBECONFIG_ARG_SPEC
+
+    spec = gpu_smoke_test.argspec()
+    assert set(KUBECONFIG_ARG_SPEC) <= set(spec)
+    assert spec["gpus"]["default"] == "1" and spec["mode"]["default"] == "vectoradd"
