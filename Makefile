@@ -41,10 +41,11 @@ SIM_BIN := $(or $(GPUOPS_BIN),$(or $(GPUOPS_CACHE),$(HOME)/.cache/gpuops)/bin)
 export PATH := $(VENV)/bin:$(SIM_BIN):$(PATH)
 
 .PHONY: help venv collection-root sanity-root prometheus chromium sim-binaries nvml lint ruff ansible-lint sanity units \
-	integration molecule test site site-down bench build doc-check changelog-lint clean
+	integration molecule test site audit site-down bench build doc-check changelog-lint clean
 
 help:
 	@echo "make site   - bring up the simulated GPU cluster (profile demo) and run playbooks/site.yml on it"
+	@echo "make audit  - make site, then playbooks/audit.yml with a fault overlay (JSON, Markdown, HTML reports)"
 	@echo "make test   - the whole suite: lint, sanity, units, doc-check, integration, molecule"
 	@echo "other targets: venv collection-root sim-binaries nvml lint sanity units integration molecule"
 	@echo "               doc-check changelog-lint build bench site-down clean"
@@ -172,6 +173,13 @@ site: collection-root sim-binaries nvml
 	@# kubernetes.core 6.x runs `helm list --all`, which Helm 4 rejects: the interim install in site.yml uses helm v3.
 	cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/ansible-playbook -i $(BUILD)/inventory.yml playbooks/site.yml \
 		-e gpu_nvml_library=$(BUILD)/nvml/libnvidia-ml.so.1 -e gpuops_helm_binary=$(SIM_BIN)/helm3
+
+# The audit needs the operator installed (the simulated operator only advertises GPUs then), so it runs
+# after site; the overlay inventory adds degraded, lost and aged GPUs and one unreachable host.
+audit: site
+	cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/ansible-playbook -i $(BUILD)/inventory.yml \
+		-i $(REPO)/tests/integration/audit/demo-faults.yml playbooks/audit.yml \
+		-e gpu_nvml_library=$(BUILD)/nvml/libnvidia-ml.so.1 -e gpu_audit_report_dir=$(BUILD)/reports/audit
 
 site-down: venv
 	cd $(REPO) && $(VENV)/bin/python -m tests.sim down
