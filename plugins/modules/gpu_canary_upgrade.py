@@ -1,0 +1,361 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: gpu_canary_upgrade
+short_description: Cluster-side steps of a canary GPU driver upgrade - plan, prepare, wave, finish, rollback
+description:
+  - Moves GPU nodes to a new driver version in waves, a canary pool first, through the GPU Operator's own upgrade
+    controller. Every node that is not in the current wave carries the skip label
+    C(nvidia.com/gpu-driver-upgrade.skip=true), so the controller leaves it in C(upgrade-required) on its old driver.
+  - The progress record (the plan, each wave's status, the nodes it labelled) is a ConfigMap in
+    O(operator_namespace), so a second run with the same target continues where the first stopped.
+  - O(step=plan) reads the cluster and returns the plan (waves and their nodes, labels, taints) and the gate
+    (nodes in C(upgrade-failed), foreign cordons, PodDisruptionBudgets, GPU jobs). Read-only.
+  - O(step=prepare) makes every operand (ClusterPolicy C(spec.daemonsets.tolerations)) and the NFD worker tolerate
+    the canary taint, sets the skip label on every node not yet proven, saves the record and only then points the
+    ClusterPolicy (or every NVIDIADriver in CRD mode) at O(driver_version) with O(upgrade_policy).
+  - O(step=wave) taints the wave's nodes, waits for or evicts their GPU pods (Eviction API, so
+    PodDisruptionBudgets hold; pods matching O(wait_for_completion_selector) are waited for), removes their skip
+    label, waits for C(upgrade-done) on the target driver, then proves each node (driver label, allocatable equals
+    capacity, validator and operand pods ready, no new Xid event, DCGM XID errors when O(dcgm_url) is set).
+  - O(step=finish_wave) records the caller's own proof (smoke pods, test workloads). V(passed=true) removes the
+    canary taint and marks the wave proven; after the last wave it removes the skip labels it set.
+  - On the first failure (O(step=wave), or O(step=finish_wave) with V(passed=false)) it aborts - the wave's nodes
+    stay tainted, failed nodes get the annotation C(gpuops.io/canary-upgrade-failed) saying why, nodes the
+    controller has not started get their skip label back - and fails with the reason.
+  - O(step=rollback) points the driver back at the record's source version, clears the failure annotations and
+    taints, removes the skip labels and waits up to O(wave_timeout) for every planned node to run it again.
+author:
+  - gpuops.gpu_operator contributors (@gpuops)
+requirements:
+  - kubernetes >= 29.0.0 (Python library, for kubeconfig handling)
+extends_documentation_fragment:
+  - gpuops.gpu_operator.kubeconfig
+attributes:
+  check_mode:
+    support: full
+    description: Writes nothing; returns the plan and, for the other steps, the changes they would make in RV(changes).
+  diff_mode:
+    support: none
+    description: The changes are listed in RV(changes).
+notes:
+  - Needs the RBAC rules of the collection's C(docs/rbac.yml) - patch on nodes, ClusterPolicies and NVIDIADrivers,
+    ConfigMaps in O(operator_namespace), C(create) on C(pods/eviction), C(list) on PodDisruptionBudgets, events
+    and pods.
+seealso:
+  - name: Canary upgrade guide
+    description: docs/canary-upgrade.md in this collection.
+    link: https://github.com/gpuops/gpu_operator/blob/main/docs/canary-upgrade.md
+options:
+  step:
+    description: Which step to run (see the description).
+    type: str
+    choices: [plan, prepare, wave, finish_wave, rollback]
+    default: plan
+  driver_version:
+    description: Target driver version, for example V(610.57.04). At least one of O(driver_version) and
+      O(chart_version) is needed.
+    type: str
+  chart_version:
+    description:
+      - Target GPU Operator chart version; recorded in the plan. The chart upgrade itself runs through
+        M(gpuops.gpu_operator.gpu_operator) after O(step=prepare).
+    type: str
+  canary_nodes:
+    description: Node names of the canary pool (for example the k8s node names of inventory group C(gpu_canary)).
+    type: list
+    elements: str
+    default: []
+  canary_selector:
+    description: Label selector of the canary pool, used when O(canary_nodes) is empty, e.g. V(gpuops.io/canary=true).
+    type: str
+    default: ''
+  waves:
+    description:
+      - Cumulative sizes of the waves after the canary, over the other GPU nodes, as node counts or percentages
+        (rounded up), for example V([1, "10%", "25%", "100%"]). Nodes beyond the last entry are not upgraded and keep
+        the skip label (RV(plan.unplanned)).
+    type: list
+    elements: raw
+    default: ['100%']
+  exclude:
+    description: GPU nodes to leave out of the plan (nodes that carry the skip label already are left out too).
+    type: list
+    elements: str
+    default: []
+  taint_key:
+    description: Key of the canary taint.
+    type: str
+    default: gpuops.io/canary-upgrade
+  taint_effect:
+    description: Effect of the canary taint.
+    type: str
+    choices: [NoSchedule, PreferNoSchedule, NoExecute]
+    default: NoSchedule
+  operator_namespace:
+    description: Namespace of the GPU Operator; the progress ConfigMap lives there.
+    type: str
+    default: gpu-operator
+  record_name:
+    description: Name of the progress ConfigMap.
+    type: str
+    default: gpuops-canary-upgrade
+  upgrade_policy:
+    description:
+      - Keys merged into the ClusterPolicy's C(spec.driver.upgradePolicy) by O(step=prepare), for example
+        V({autoUpgrade: true, maxParallelUpgrades: 0, maxUnavailable: "100%"}).
+    type: dict
+    default: {autoUpgrade: true}
+  wave:
+    description: Index of the wave (RV(plan.waves[].index)) for O(step=wave) and O(step=finish_wave).
+    type: int
+  eviction:
+    description:
+      - What O(step=wave) does with GPU pods on the wave's nodes before it releases them - V(evict) them through the
+        Eviction API (retried while a PodDisruptionBudget refuses), V(wait) until they finish, or V(none) (the
+        operator's upgrade controller deletes them).
+    type: str
+    choices: [evict, wait, none]
+    default: evict
+  wait_for_completion_selector:
+    description: Label selector of GPU pods that are always waited for, never evicted.
+    type: str
+    default: ''
+  eviction_timeout:
+    description: Seconds to wait for GPU pods to finish or be evicted before the wave aborts.
+    type: int
+    default: 600
+  wave_timeout:
+    description: Seconds a wave's nodes may take to reach C(upgrade-done) before the wave aborts.
+    type: int
+    default: 1800
+  proof_timeout:
+    description: Seconds the cluster-side proof may wait for operands and allocatable GPUs to settle.
+    type: int
+    default: 180
+  poll_interval:
+    description: Seconds between polls (each poll is a few LIST requests).
+    type: float
+    default: 2.0
+  dcgm_url:
+    description: URL of DCGM exporter metrics (Prometheus text); a node with C(DCGM_FI_DEV_XID_ERRORS) above 0 fails.
+    type: str
+  passed:
+    description: For O(step=finish_wave), whether the caller's proof passed.
+    type: bool
+    default: true
+  reason:
+    description: For O(step=finish_wave) with O(passed=false), why the proof failed (stored in the annotation).
+    type: str
+    default: ''
+  failed_nodes:
+    description: For O(step=finish_wave) with O(passed=false), the nodes that failed (default every node of the wave).
+    type: list
+    elements: str
+    default: []
+"""
+
+EXAMPLES = r"""
+- name: Plan the canary upgrade (read-only)
+  gpuops.gpu_operator.gpu_canary_upgrade:
+    step: plan
+    driver_version: 610.57.04
+    canary_nodes: "{{ groups['gpu_canary'] | map('extract', hostvars, 'k8s_node_name') | list }}"
+    waves: [1, "25%", "100%"]
+  register: canary_plan
+
+- name: Upgrade the canary pool (wave 0)
+  gpuops.gpu_operator.gpu_canary_upgrade:
+    step: wave
+    wave: 0
+    driver_version: 610.57.04
+    canary_nodes: "{{ groups['gpu_canary'] | map('extract', hostvars, 'k8s_node_name') | list }}"
+    eviction: evict
+    wait_for_completion_selector: training.example.com/checkpointing=true
+"""
+
+RETURN = r"""
+plan:
+  description:
+    - The plan - C(target) and C(from) versions, C(mode) (V(clusterpolicy) or V(nvidiadriver)), C(taint), C(skip_label),
+      C(waves) (C(index), C(name), C(nodes), C(status), C(taint)), C(next_wave), C(unplanned), C(excluded), C(resumed),
+      C(phase), and C(gate) (C(passed), C(failures), C(cordoned), C(pdbs), C(gpu_jobs)).
+  returned: always
+  type: dict
+  sample:
+    target: {driver_version: 610.57.04, chart_version: null}
+    waves:
+      - {index: 0, name: canary, nodes: [h100-0], status: pending, taint: "gpuops.io/canary-upgrade=canary:NoSchedule"}
+    gate: {passed: true, failures: [], pdbs: [], gpu_jobs: []}
+record:
+  description: The progress record after the step (as stored in the ConfigMap).
+  returned: always
+  type: dict
+  sample: {phase: in-progress, waves: [{index: 0, name: canary, status: proven}]}
+wave:
+  description: For O(step=wave) and O(step=finish_wave), the wave with C(status); for O(step=wave) also C(nodes)
+    (per node C(driver_version), C(upgrade_state), C(allocatable), C(capacity), C(problems)) and C(evicted).
+  returned: when O(step) is V(wave) or V(finish_wave)
+  type: dict
+  sample: {wave: {index: 0, status: upgraded}, nodes: {h100-0: {driver_version: 610.57.04, problems: []}}}
+changes:
+  description: Each write the step made (or in check mode would make), in order.
+  returned: always
+  type: list
+  elements: str
+  sample: ["node h100-0: hold the upgrade (skip label)"]
+failed_nodes:
+  description: On an abort, node name to the reason it failed.
+  returned: on failure of a wave
+  type: dict
+  sample: {h100-0: "the operator's upgrade controller set nvidia.com/gpu-driver-upgrade-state=upgrade-failed"}
+api_requests:
+  description: HTTP requests made to the API server.
+  returned: always
+  type: int
+  sample: 42
+"""
+
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._canary import Canary, CanaryAbort
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._canary_plan import PlanError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (
+    K8sError,
+    client_from_params,
+    kubeconfig_secrets,
+    require_kubernetes,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s_args import KUBECONFIG_ARG_SPEC
+
+
+def argspec():
+    spec = dict(KUBECONFIG_ARG_SPEC)
+    spec.update(
+        step=dict(type="str", default="plan", choices=["plan", "prepare", "wave", "finish_wave", "rollback"]),
+        driver_version=dict(type="str"),
+        chart_version=dict(type="str"),
+        canary_nodes=dict(type="list", elements="str", default=[]),
+        canary_selector=dict(type="str", default=""),
+        waves=dict(type="list", elements="raw", default=["100%"]),
+        exclude=dict(type="list", elements="str", default=[]),
+        taint_key=dict(type="str", default="gpuops.io/canary-upgrade", no_log=False),
+        taint_effect=dict(type="str", default="NoSchedule", choices=["NoSchedule", "PreferNoSchedule", "NoExecute"]),
+        operator_namespace=dict(type="str", default="gpu-operator"),
+        record_name=dict(type="str", default="gpuops-canary-upgrade"),
+        upgrade_policy=dict(type="dict", default={"autoUpgrade": True}),
+        wave=dict(type="int"),
+        eviction=dict(type="str", default="evict", choices=["evict", "wait", "none"]),
+        wait_for_completion_selector=dict(type="str", default=""),
+        eviction_timeout=dict(type="int", default=600),
+        wave_timeout=dict(type="int", default=1800),
+        proof_timeout=dict(type="int", default=180),
+        poll_interval=dict(type="float", default=2.0),
+        dcgm_url=dict(type="str"),
+        passed=dict(type="bool", default=True),
+        reason=dict(type="str", default=""),
+        failed_nodes=dict(type="list", elements="str", default=[]),
+    )
+    return spec
+
+
+def _fetch(url):
+    return open_url(url, timeout=10).read().decode("utf-8", "replace")
+
+
+def execute(module, client, clock=time.time, sleep=time.sleep):
+    p = module.params
+    canary = Canary(
+        client,
+        namespace=p["operator_namespace"],
+        configmap=p["record_name"],
+        taint_key=p["taint_key"],
+        taint_effect=p["taint_effect"],
+        check_mode=module.check_mode,
+        clock=clock,
+        sleep=sleep,
+        poll=p["poll_interval"],
+    )
+    plan, record, nodes, cp = canary.plan(
+        p["driver_version"],
+        p["chart_version"],
+        p["canary_nodes"],
+        p["canary_selector"],
+        p["waves"],
+        exclude=p["exclude"],
+        wait_selector=p["wait_for_completion_selector"],
+    )
+    result = {"plan": plan, "record": record, "changes": canary.changes}
+    step = p["step"]
+    if step in ("wave", "finish_wave") and p["wave"] is None:
+        raise PlanError("step=%s needs wave (the index of a wave in plan.waves)" % step)
+    if step in ("wave", "finish_wave") and not plan["resumed"] and not module.check_mode:
+        raise PlanError("no progress record for this target in %s; run step=prepare first" % plan["record"])
+    if step == "prepare":
+        if not plan["gate"]["passed"]:
+            raise CanaryAbort("the gate failed: " + "; ".join(plan["gate"]["failures"]))
+        policy = dict(p["upgrade_policy"] or {})
+        policy.setdefault("autoUpgrade", True)
+        canary.prepare(record, nodes, cp, policy)
+    elif step == "wave":
+        opts = {
+            "driver_version": p["driver_version"],
+            "policy": p["eviction"],
+            "wait_selector": p["wait_for_completion_selector"],
+            "eviction_timeout": p["eviction_timeout"],
+            "wave_timeout": p["wave_timeout"],
+            "proof_timeout": p["proof_timeout"],
+            "dcgm_url": p["dcgm_url"],
+            "fetch": _fetch,
+        }
+        result["wave"] = canary.run_wave(record, p["wave"], opts)
+    elif step == "finish_wave":
+        result["wave"] = {
+            "wave": canary.finish_wave(record, p["wave"], p["passed"], p["reason"], p["failed_nodes"] or None)
+        }
+    elif step == "rollback":
+        if not plan["resumed"]:
+            raise PlanError("no progress record for this target in %s, so nothing to roll back" % plan["record"])
+        failed = canary.rollback(record, nodes, cp, p["wave_timeout"])
+        if failed:
+            result["failed_nodes"] = failed
+            raise CanaryAbort("rollback did not complete: %s" % failed)
+    result["record"] = record
+    result["changed"] = bool(canary.changes)
+    result["api_requests"] = client.requests
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=argspec(),
+        required_one_of=[("driver_version", "chart_version")],
+        supports_check_mode=True,
+    )
+    require_kubernetes(module)
+    module.no_log_values.update(kubeconfig_secrets(module.params["kubeconfig"]))
+    client = client_from_params(module.params)
+    try:
+        result = execute(module, client)
+    except CanaryAbort as exc:
+        module.fail_json(msg=exc.msg, failed_nodes=exc.failed, wave=exc.wave, api_requests=client.requests)
+    except PlanError as exc:
+        module.fail_json(msg=str(exc))
+    except K8sError as exc:
+        module.fail_json(msg=exc.msg, status=exc.status)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

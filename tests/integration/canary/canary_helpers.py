@@ -1,0 +1,191 @@
+"""Helpers for the canary-upgrade tests: a 20-node, two-pool test bed (profile canary) of their own.
+
+The automation (playbooks/upgrade.yml) runs through ansible-playbook as the least-privilege identity. The admin
+identity only prepares and inspects: installing the stand-in chart, faults, snapshots of nodes, and the reset
+between tests (which puts every node back on the ClusterPolicy's driver with no canary leftovers).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+NS = "gpu-operator"
+RECORD = "gpuops-canary-upgrade"
+STATE = "nvidia.com/gpu-driver-upgrade-state"
+SKIP = "nvidia.com/gpu-driver-upgrade.skip"
+DRIVER = "nvidia.com/cuda.driver-version.full"
+FAILED = "gpuops.io/canary-upgrade-failed"
+FAULT = "sim.gpuops.io/fault"
+TAINT = "gpuops.io/canary-upgrade"
+CANARY = ["a100-0", "h100-0"]
+FAST = {
+    "gpu_canary_upgrade_baseline": False,
+    "gpu_canary_upgrade_upgrade_policy": {"autoUpgrade": True, "maxParallelUpgrades": 0, "maxUnavailable": "100%"},
+    "gpu_canary_upgrade_poll_interval": 0.5,
+    "gpu_canary_upgrade_smoke_expected_output": "",
+    "gpu_canary_upgrade_wave_timeout": 120,
+    "gpu_canary_upgrade_proof_timeout": 60,
+}
+
+
+def wait_for(pred, timeout=30.0, interval=0.5, what="condition"):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = pred()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+class CanaryBed:
+    def __init__(self, bed, work: Path):
+        from kubernetes import client
+
+        self.t = bed
+        self.work = work
+        self.api = bed.api_client()
+        self.core = client.CoreV1Api(self.api)
+        self.custom = client.CustomObjectsApi(self.api)
+        self.ext = client.ApiextensionsV1Api(self.api)
+        self.inventory = work / "inventory.yml"
+        self.canary_inventory = work / "canary.yml"
+        self.canary_inventory.write_text("gpu_canary:\n  hosts:\n" + "".join(f"    {n}:\n" for n in CANARY))
+
+    # --- running the playbook ---------------------------------------------------------------
+    def env(self):
+        env = dict(
+            os.environ,
+            ANSIBLE_COLLECTIONS_PATH=str(self.work / "collections"),
+            ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
+            ANSIBLE_NOCOLOR="1",
+            ANSIBLE_HOME=str(self.work / "ansible-home"),
+            ANSIBLE_LOCALHOST_WARNING="0",
+            ANSIBLE_FORKS="20",
+        )
+        for name in ("K8S_AUTH_KUBECONFIG", "KUBECONFIG"):
+            env.pop(name, None)
+        return env
+
+    def argv(self, extra, check=False):
+        cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(self.inventory)]
+        cmd += ["-i", str(self.canary_inventory), str(REPO_ROOT / "playbooks" / "upgrade.yml")]
+        cmd += ["-e", json.dumps({**FAST, **extra})]
+        return cmd + (["--check"] if check else [])
+
+    def playbook(self, check=False, **extra):
+        proc = subprocess.run(
+            self.argv(extra, check), capture_output=True, text=True, env=self.env(), timeout=600, check=False
+        )
+        proc.output = proc.stdout + proc.stderr
+        return proc
+
+    def start_playbook(self, **extra):
+        log = open(self.work / "interrupted.log", "w")  # noqa: SIM115 (handed to the child process)
+        return subprocess.Popen(
+            self.argv(extra), stdout=log, stderr=subprocess.STDOUT, env=self.env(), start_new_session=True
+        )
+
+    @staticmethod
+    def kill(proc):
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+
+    # --- reads ------------------------------------------------------------------------------
+    def nodes(self):
+        return {n.metadata.name: n for n in self.core.list_node().items if (n.metadata.labels or {}).get(STATE)}
+
+    def gpu_node_names(self):
+        return sorted(
+            n.metadata.name
+            for n in self.core.list_node().items
+            if (n.metadata.labels or {}).get("feature.node.kubernetes.io/pci-10de.present") == "true"
+        )
+
+    def snapshot(self):
+        """Per GPU node: driver version, labels, taints, cordon."""
+        out = {}
+        for n in self.core.list_node().items:
+            lab = n.metadata.labels or {}
+            if lab.get("feature.node.kubernetes.io/pci-10de.present") != "true":
+                continue
+            out[n.metadata.name] = {
+                "driver": lab.get(DRIVER),
+                "labels": dict(lab),
+                "taints": [(t.key, t.value, t.effect) for t in n.spec.taints or []],
+                "unschedulable": bool(n.spec.unschedulable),
+                "annotations": dict(n.metadata.annotations or {}),
+            }
+        return out
+
+    def record(self):
+        try:
+            cm = self.core.read_namespaced_config_map(RECORD, NS)
+        except Exception:
+            return None
+        return json.loads((cm.data or {}).get("record") or "null")
+
+    def cp(self):
+        return self.custom.get_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", "cluster-policy")
+
+    def nfd_worker(self):
+        from kubernetes import client
+
+        apps = client.AppsV1Api(self.api)
+        return apps.list_namespaced_daemon_set(
+            NS, label_selector="app.kubernetes.io/name=node-feature-discovery,role=worker"
+        ).items[0]
+
+    def cp_driver(self):
+        return self.cp()["spec"]["driver"].get("version")
+
+    # --- admin preparation --------------------------------------------------------------------
+    def fault(self, node, value):
+        self.core.patch_node(node, {"metadata": {"annotations": {FAULT: value}}})
+
+    def driver_pod_version(self, node):
+        pods = self.core.list_namespaced_pod(NS, label_selector="app.kubernetes.io/component=nvidia-driver").items
+        for p in pods:
+            if p.spec.node_name == node and not p.metadata.deletion_timestamp:
+                return p.spec.containers[0].image.rsplit(":", 1)[-1].split("-")[0]
+        return None
+
+    def reset(self, timeout=120):
+        """Every GPU node back on the ClusterPolicy's driver: no record, faults, skip labels, canary taints or
+        failure annotations; failed upgrades retried."""
+        try:
+            self.core.delete_namespaced_config_map(RECORD, NS)
+        except Exception:
+            pass
+        for name, snap in self.snapshot().items():
+            labels = {SKIP: None}
+            if snap["labels"].get(STATE) == "upgrade-failed":
+                labels[STATE] = "upgrade-required"
+            taints = [
+                {"key": k, "value": v, "effect": e}
+                for k, v, e in snap["taints"]
+                if k not in (TAINT, "example.com/gpu-canary")
+            ]
+            self.core.patch_node(
+                name,
+                {
+                    "metadata": {"labels": labels, "annotations": {FAULT: None, FAILED: None}},
+                    "spec": {"taints": taints or None},
+                },
+            )
+        target = self.cp_driver()
+        wait_for(
+            lambda: all(
+                s["driver"] == target and s["labels"].get(STATE) == "upgrade-done" for s in self.snapshot().values()
+            ),
+            timeout,
+            what=f"every GPU node on driver {target}",
+        )

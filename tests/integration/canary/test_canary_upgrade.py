@@ -1,0 +1,205 @@
+"""playbooks/upgrade.yml on a 20-node, two-pool test bed with the simulated GPU Operator's upgrade controller.
+
+Each test moves the driver to a version of its own; the `clean` fixture puts every node back on the
+ClusterPolicy's driver, without canary leftovers, before and after. Tests run in file order: the chart upgrade,
+which cannot be undone, is last.
+"""
+
+from __future__ import annotations
+
+import time
+
+from canary_helpers import CANARY, FAILED, SKIP, STATE, TAINT, wait_for
+
+
+def _tolerates(tolerations, key):
+    return any(t.get("key") == key for t in tolerations or [])
+
+
+def _assert_upgraded(cb, nodes, target, taint_key=TAINT):
+    snap = cb.snapshot()
+    for n in nodes:
+        s = snap[n]
+        assert s["driver"] == target, (n, s["driver"])
+        assert cb.driver_pod_version(n) == target, n
+        assert s["labels"].get(STATE) == "upgrade-done", (n, s["labels"].get(STATE))
+        assert SKIP not in s["labels"], n
+        assert not [t for t in s["taints"] if t[0] == taint_key], (n, s["taints"])
+        assert not s["unschedulable"], n
+        assert FAILED not in s["annotations"], n
+
+
+def _assert_untouched(before, after, nodes):
+    """Driver, labels (but the operator's upgrade-required and our skip label), taints and cordon as before."""
+    for n in nodes:
+        b, a = before[n], after[n]
+        assert a["driver"] == b["driver"], (n, a["driver"], b["driver"])
+        assert a["labels"].get(SKIP) == "true", n
+        assert a["labels"].get(STATE) == "upgrade-required", (n, a["labels"].get(STATE))
+        strip = lambda lab: {k: v for k, v in lab.items() if k not in (SKIP, STATE)}  # noqa: E731
+        assert strip(a["labels"]) == strip(b["labels"]), n
+        assert a["taints"] == b["taints"], (n, a["taints"])
+        assert not a["unschedulable"], n
+        assert FAILED not in a["annotations"], n
+
+
+def test_check_mode_prints_the_whole_plan_and_writes_nothing(clean):
+    before = clean.snapshot()
+    mark = clean.t.audit_mark()
+    r = clean.playbook(
+        check=True, gpu_canary_upgrade_driver_version="610.10.01", gpu_canary_upgrade_waves=[1, "50%", "100%"]
+    )
+    assert r.returncode == 0, r.output[-3000:]
+    assert clean.t.audit_writes(mark) == []
+    out = r.output
+    assert "Every node not in the current wave carries nvidia.com/gpu-driver-upgrade.skip=true." in out
+    assert (
+        "canary [pending] taint gpuops.io/canary-upgrade=canary:NoSchedule, remove skip label, upgrade: a100-0, h100-0"
+        in out
+    )
+    assert (
+        "wave-1 [pending] taint gpuops.io/canary-upgrade=wave-1:NoSchedule, remove skip label, upgrade: a100-1" in out
+    )
+    # 50% of the 18 other nodes: the second wave brings the total to 9, alternating pools
+    assert (
+        "wave-2 [pending] taint gpuops.io/canary-upgrade=wave-2:NoSchedule, remove skip label, upgrade: "
+        "h100-1, a100-2, h100-2, a100-3, h100-3, a100-4, h100-4, a100-5" in out
+    )
+    assert "wave-3 [pending]" in out and "h100-11" in out
+    # the preparation's writes are listed, none made
+    assert "node h100-7: hold the upgrade (skip label)" in out
+    assert "ClusterPolicy cluster-policy: set spec.driver" in out and "version=610.10.01" in out
+    after = clean.snapshot()
+    for n in before:
+        assert after[n]["labels"] == before[n]["labels"] and after[n]["taints"] == before[n]["taints"], n
+    assert clean.record() is None
+
+
+def test_happy_path_with_a_custom_taint_the_operands_did_not_tolerate(clean):
+    key = "example.com/gpu-canary"
+    nfd = clean.nfd_worker()
+    assert not _tolerates(clean.cp()["spec"]["daemonsets"].get("tolerations"), key)
+    assert not _tolerates(
+        nfd.spec.template.spec.tolerations and [t.to_dict() for t in nfd.spec.template.spec.tolerations], key
+    )
+    target = "610.20.01"
+    r = clean.playbook(
+        gpu_canary_upgrade_driver_version=target,
+        gpu_canary_upgrade_taint_key=key,
+        gpu_canary_upgrade_waves=["50%", "100%"],
+    )
+    assert r.returncode == 0, r.output[-4000:]
+    # the operands and NFD were made to tolerate the taint first; otherwise the canary's new driver pod never
+    # schedules on the tainted node and the canary times out
+    assert _tolerates(clean.cp()["spec"]["daemonsets"]["tolerations"], key)
+    assert _tolerates([t.to_dict() for t in clean.nfd_worker().spec.template.spec.tolerations], key)
+    _assert_upgraded(clean, clean.gpu_node_names(), target, taint_key=key)
+    rec = clean.record()
+    assert rec["phase"] == "done"
+    assert [w["name"] for w in rec["waves"]] == ["canary", "wave-1", "wave-2"]
+    assert [w["status"] for w in rec["waves"]] == ["proven"] * 3
+    assert rec["waves"][0]["nodes"] == CANARY
+    # each wave started only after the one before it was proven
+    for prev, nxt in zip(rec["waves"], rec["waves"][1:]):
+        assert prev["finished"] <= nxt["started"], (prev, nxt)
+    assert rec["skip_labelled"] == []
+
+
+def test_a_fault_in_the_canary_aborts_with_every_other_node_untouched(clean):
+    before = clean.snapshot()
+    clean.fault("h100-0", "upgrade-failed")
+    r = clean.playbook(gpu_canary_upgrade_driver_version="610.30.01", gpu_canary_upgrade_waves=["100%"])
+    assert r.returncode != 0
+    assert "Canary upgrade aborted in canary" in r.output, r.output[-3000:]
+    time.sleep(3)  # give the upgrade controller a few passes: nothing else may move
+    after = clean.snapshot()
+    failed = after["h100-0"]
+    assert failed["labels"][STATE] == "upgrade-failed"
+    assert "canary" in failed["annotations"][FAILED] and "upgrade-failed" in failed["annotations"][FAILED]
+    for n in CANARY:
+        assert (TAINT, "canary", "NoSchedule") in after[n]["taints"], n
+    others = [n for n in after if n not in CANARY]
+    assert len(others) == 18
+    _assert_untouched(before, after, others)
+    for n in others:
+        assert clean.driver_pod_version(n) == before[n]["driver"], n
+    rec = clean.record()
+    assert rec["phase"] == "aborted" and rec["waves"][0]["status"] == "failed"
+    assert "h100-0" in rec["waves"][0]["reason"]
+    assert [w["status"] for w in rec["waves"][1:]] == ["pending"]
+
+
+def test_a_fault_in_the_second_wave_aborts_after_the_canary_is_proven(clean):
+    before = clean.snapshot()
+    target = "610.40.01"
+    # the second wave (25% of the 18 other nodes, alternating pools): a100-1, h100-1, a100-2, h100-2, a100-3
+    clean.fault("h100-2", "validator-failing")
+    r = clean.playbook(
+        gpu_canary_upgrade_driver_version=target,
+        gpu_canary_upgrade_waves=["25%", "100%"],
+        gpu_canary_upgrade_wave_timeout=20,
+    )
+    assert r.returncode != 0
+    assert "Canary upgrade aborted in wave-1" in r.output, r.output[-3000:]
+    _assert_upgraded(clean, CANARY, target)
+    after = clean.snapshot()
+    wave1 = ["a100-1", "h100-1", "a100-2", "h100-2", "a100-3"]
+    assert "h100-2" in after["h100-2"]["annotations"][FAILED] or "wave-1" in after["h100-2"]["annotations"][FAILED]
+    for n in wave1:
+        assert (TAINT, "wave-1", "NoSchedule") in after[n]["taints"], n
+    rest = [n for n in after if n not in CANARY + wave1]
+    assert len(rest) == 13
+    _assert_untouched(before, after, rest)
+    rec = clean.record()
+    assert [w["status"] for w in rec["waves"]] == ["proven", "failed", "pending"]
+
+
+def test_an_interrupted_run_resumes_where_it_stopped(clean):
+    target = "610.50.01"
+    extra = {"gpu_canary_upgrade_driver_version": target, "gpu_canary_upgrade_waves": ["50%", "100%"]}
+    proc = clean.start_playbook(**extra)
+    try:
+        wait_for(
+            lambda: (clean.record() or {}).get("waves", [{}])[0].get("status") == "proven",
+            180,
+            what="the canary proven",
+        )
+    finally:
+        clean.kill(proc)
+    stopped = clean.record()
+    assert stopped["phase"] == "in-progress"
+    assert stopped["waves"][0]["status"] == "proven"
+    assert [w["status"] for w in stopped["waves"][1:]] != ["proven", "proven"]
+    r = clean.playbook(**extra)
+    assert r.returncode == 0, r.output[-4000:]
+    assert "resuming, phase in-progress" in r.output
+    # the proven canary is not upgraded or proven again
+    assert "Upgrade and check canary on the cluster side" not in r.output
+    rec = clean.record()
+    assert rec["phase"] == "done" and rec["started"] == stopped["started"]
+    assert rec["waves"][0]["finished"] == stopped["waves"][0]["finished"]
+    _assert_upgraded(clean, clean.gpu_node_names(), target)
+
+
+def test_a_chart_upgrade_that_adds_a_crd_field(clean):
+    def nvd_spec_fields():
+        crd = clean.ext.read_custom_resource_definition("nvidiadrivers.nvidia.com")
+        return set(crd.spec.versions[0].schema.open_apiv3_schema.properties["spec"].properties)
+
+    assert "default" not in nvd_spec_fields()  # v26.3.3 CRD
+    target = "610.60.01"
+    r = clean.playbook(
+        gpu_canary_upgrade_chart_version="v26.7.0",
+        gpu_canary_upgrade_chart_repo_url=clean.t.chart_repo_url,
+        gpu_canary_upgrade_helm_binary=clean.t.helm,
+        gpu_canary_upgrade_chart_ready_timeout=240,
+        gpu_canary_upgrade_driver_version=target,
+        gpu_canary_upgrade_waves=["100%"],
+    )
+    assert r.returncode == 0, r.output[-4000:]
+    assert {"default", "upgradePolicy"} <= nvd_spec_fields()  # CRDs applied before the chart
+    cp = clean.cp()
+    assert cp["metadata"]["labels"]["helm.sh/chart"].endswith("v26.7.0")
+    assert cp["spec"]["driver"]["version"] == target
+    assert _tolerates(cp["spec"]["daemonsets"]["tolerations"], TAINT)  # kept through helm's value reset
+    _assert_upgraded(clean, clean.gpu_node_names(), target)
