@@ -264,7 +264,7 @@ def faulty_cluster(testbed):
         else:
             core.delete_namespace("gpu-operator")
         gone = {"nfd"} if existed else {"nfd", "gpu-operator"}
-        for _ in range(60):  # namespaces terminate asynchronously; the next test may create them again
+        for _attempt in range(60):  # namespaces terminate asynchronously; the next test may create them again
             if not {n.metadata.name for n in core.list_namespace().items} & gone:
                 break
             time.sleep(0.5)
