@@ -23,10 +23,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import io
 import json
 import os
 import re
 import shutil
+import tarfile
 import tempfile
 
 try:
@@ -116,6 +118,41 @@ class ChartRef:
 
     def __repr__(self):
         return "ChartRef(%s)" % self.describe()
+
+
+def _is_crd_file(parts):
+    """``chart/crds/x.yaml`` or ``chart/charts/sub/crds/x.yaml`` (path parts inside a chart archive)."""
+    return len(parts) >= 3 and parts[-2] == "crds" and parts[-1].endswith((".yaml", ".yml", ".json"))
+
+
+def _crd_files_in_archive(data):
+    """``[(name, text)]`` of the CRD files in a chart archive, nested subchart archives included."""
+    out = []
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        for member in tar.getmembers():
+            if not member.isfile():
+                continue
+            parts = member.name.split("/")
+            if _is_crd_file(parts) and "crds" not in parts[:-2]:
+                out.append((member.name, tar.extractfile(member).read().decode("utf-8")))
+            elif len(parts) >= 3 and parts[-2] == "charts" and parts[-1].endswith(".tgz"):
+                out += _crd_files_in_archive(tar.extractfile(member).read())
+    return out
+
+
+def _crd_files_in_dir(root):
+    out = []
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, os.path.dirname(root.rstrip("/")))
+            if _is_crd_file(rel.split(os.sep)):
+                with open(path) as handle:
+                    out.append((rel, handle.read()))
+            elif name.endswith(".tgz") and os.path.basename(dirpath) == "charts":
+                with open(path, "rb") as handle:
+                    out += _crd_files_in_archive(handle.read())
+    return out
 
 
 class Helm:
@@ -281,9 +318,35 @@ class Helm:
         return yaml.safe_load(self._show("values", chart, version)) or {}
 
     def show_crds(self, chart, version=None):
-        """The CRD objects in the chart's ``crds/`` directories (subcharts included)."""
-        docs = yaml.safe_load_all(self._show("crds", chart, version))
-        return [d for d in docs if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"]
+        """The CRD objects in the chart's ``crds/`` directories, the subcharts' included, one per file.
+
+        Read from the chart archive (``helm pull``) rather than ``helm show crds``, whose helm v3 output joins
+        the files without document separators.
+        """
+        docs = []
+        for name, text in sorted(self._crd_files(chart, version)):
+            try:
+                loaded = list(yaml.safe_load_all(text))
+            except yaml.YAMLError as exc:
+                raise HelmError("CRD file %s of %s is not valid YAML: %s" % (name, chart.describe(), exc)) from exc
+            docs += [d for d in loaded if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"]
+        return docs
+
+    def _crd_files(self, chart, version):
+        if chart.kind == "local" and os.path.isdir(chart.name):
+            return _crd_files_in_dir(chart.name)
+        if chart.kind == "local":
+            archive = chart.name
+        else:
+            self._show("chart", chart, version)  # names a missing version or unreachable repository clearly
+            dest = tempfile.mkdtemp(prefix="pull-", dir=self.tmpdir)
+            self.run(["pull"] + self.chart_args(chart, version) + ["-d", dest], cluster=False, what="pull")
+            archives = [f for f in os.listdir(dest) if f.endswith(".tgz")]
+            if len(archives) != 1:
+                raise HelmError("helm pull of %s left %r, expected one chart archive" % (chart.describe(), archives))
+            archive = os.path.join(dest, archives[0])
+        with open(archive, "rb") as handle:
+            return _crd_files_in_archive(handle.read())
 
     # -- releases ----------------------------------------------------------------------------------
 
@@ -337,6 +400,12 @@ class Helm:
         args = ["template", name] + self.chart_args(chart, version) + ["-n", namespace, "-f", values_file]
         return self.run(args, cluster=False, what="template")[1]
 
+    def _wait_flag(self):
+        """``--wait``; with helm v4 ``--wait=legacy``: v4's default watcher (kstatus) also waits for the ClusterPolicy's
+        Ready condition, which a GPU Operator reaches only after every node's operands (minutes to hours during a
+        driver rollout). The module waits for the ClusterPolicy itself, bounded and with a per-node report."""
+        return "--wait=legacy" if self.major >= 4 else "--wait"
+
     def upgrade(
         self,
         name,
@@ -360,7 +429,7 @@ class Helm:
         args += ["-n", namespace, "-f", values_file, "--reset-values", "--disable-openapi-validation"]
         args += ["--timeout", "%ds" % timeout]
         if wait:
-            args.append("--wait")
+            args.append(self._wait_flag())
         if create_namespace:
             args.append("--create-namespace")
         if self.major >= 4:
@@ -372,7 +441,7 @@ class Helm:
     def rollback(self, name, namespace, revision, wait=True, timeout=600):
         args = ["rollback", name, str(revision), "-n", namespace, "--timeout", "%ds" % timeout]
         if wait:
-            args.append("--wait")
+            args.append(self._wait_flag())
         if self.major >= 4:
             args.append("--force-conflicts")
         return self.run(args, what="rollback")
@@ -380,5 +449,5 @@ class Helm:
     def uninstall(self, name, namespace, wait=True, timeout=600):
         args = ["uninstall", name, "-n", namespace, "--timeout", "%ds" % timeout]
         if wait:
-            args.append("--wait")
+            args.append(self._wait_flag())
         return self.run(args, what="uninstall")

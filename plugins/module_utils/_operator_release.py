@@ -435,8 +435,9 @@ class OperatorRelease:
         good = [h for h in history if h.get("revision") != latest and h.get("status") in ("deployed", "superseded")]
         if not good:
             raise ReleaseError(
-                "helm %s of %s failed and there is no earlier revision to roll back to: %s"
-                % (plan["action"], plan["_chart"].describe(), exc.msg),
+                "helm install of %s failed and there is no earlier revision to roll back to: %s"
+                % (plan["_chart"].describe(), exc.msg),
+                changed=True,
                 helm_error=exc.msg,
                 rolled_back=False,
             ) from exc
@@ -445,15 +446,17 @@ class OperatorRelease:
             self.helm.rollback(p.release_name, p.release_namespace, revision, wait=p.wait, timeout=p.timeout)
         except HelmError as rb_exc:
             raise ReleaseError(
-                "helm %s failed: %s; the rollback to revision %d failed too: %s"
-                % (plan["action"], exc.msg, revision, rb_exc.msg),
+                "helm upgrade to %s failed: %s; the rollback to revision %d failed too: %s"
+                % (plan["to_version"], exc.msg, revision, rb_exc.msg),
+                changed=True,
                 helm_error=exc.msg,
                 rollback_error=rb_exc.msg,
                 rolled_back=False,
             ) from exc
         raise ReleaseError(
-            "helm %s to %s failed and the release was rolled back to revision %d (chart %s): %s"
-            % (plan["action"], plan["to_version"], revision, plan["from_version"], exc.msg),
+            "helm upgrade to %s failed and the release was rolled back to revision %d (chart %s): %s"
+            % (plan["to_version"], revision, plan["from_version"], exc.msg),
+            changed=True,
             helm_error=exc.msg,
             rollback_error=None,
             rolled_back=True,

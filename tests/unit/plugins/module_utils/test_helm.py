@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import tarfile
 
 import pytest
 
@@ -153,8 +155,10 @@ def test_upgrade_flags_per_helm_major(version, v4):
     helm(m).upgrade("gpu-operator", "ns", REPO, "v26.3.3", "/tmp/v.yaml", wait=True, timeout=120)
     cmd = m.cmds("upgrade")[0]
     assert cmd[1:4] == ["upgrade", "--install", "gpu-operator"]
-    for flag in ("--reset-values", "--disable-openapi-validation", "--wait"):
+    for flag in ("--reset-values", "--disable-openapi-validation"):
         assert flag in cmd
+    # v4's watcher would also wait for the ClusterPolicy's Ready condition; the module waits for that itself
+    assert ("--wait=legacy" if v4 else "--wait") in cmd
     assert cmd[cmd.index("-f") + 1] == "/tmp/v.yaml" and cmd[cmd.index("--timeout") + 1] == "120s"
     assert ("--force-conflicts" in cmd) is v4
     assert ("--server-side=auto" in cmd) is v4
@@ -166,10 +170,57 @@ def test_force_conflicts_can_be_turned_off_on_v4():
     assert "--force-conflicts" not in m.cmds("upgrade")[0]
 
 
-def test_show_crds_keeps_only_crd_documents():
-    crds = "kind: CustomResourceDefinition\nmetadata: {name: a}\n---\nkind: ConfigMap\n---\n"
-    m = FakeModule(rules=[(lambda c: c[1:3] == ["show", "crds"], (0, crds, ""))])
-    assert [c["metadata"]["name"] for c in helm(m).show_crds(REPO, "v26.3.3")] == ["a"]
+CRD_A = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: a.nvidia.com}\n"
+CRD_B = "---\nkind: CustomResourceDefinition\nmetadata: {name: b.nfd.k8s-sigs.io}\n---\nkind: ConfigMap\n"
+
+
+def _tgz(path, files):
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def test_crds_are_read_per_file_from_the_chart_and_its_subcharts(tmp_path):
+    """One document per file even when a file has no leading ---, which helm v3's show crds would merge."""
+    sub = tmp_path / "nfd.tgz"
+    _tgz(sub, {"node-feature-discovery/crds/nfd-api-crds.yaml": CRD_B.encode()})
+    chart = tmp_path / "gpu-operator.tgz"
+    _tgz(
+        chart,
+        {
+            "gpu-operator/Chart.yaml": b"name: gpu-operator\n",
+            "gpu-operator/crds/nvidia.com_a.yaml": CRD_A.encode(),
+            "gpu-operator/templates/crds/not-a-crd-dir.yaml": b"kind: ConfigMap\n",
+            "gpu-operator/charts/node-feature-discovery-0.18.3.tgz": sub.read_bytes(),
+        },
+    )
+    crds = helm(FakeModule()).show_crds(ChartRef(str(chart)))
+    assert sorted(c["metadata"]["name"] for c in crds) == ["a.nvidia.com", "b.nfd.k8s-sigs.io"]
+
+    directory = tmp_path / "dir" / "gpu-operator"
+    (directory / "crds").mkdir(parents=True)
+    (directory / "crds" / "nvidia.com_a.yaml").write_text(CRD_A)
+    assert [c["metadata"]["name"] for c in helm(FakeModule()).show_crds(ChartRef(str(directory)))] == ["a.nvidia.com"]
+
+
+def test_crds_of_a_repository_chart_come_from_helm_pull():
+    m = FakeModule()
+
+    def pull(cmd):
+        if cmd[1] != "pull":
+            return False
+        _tgz(
+            os.path.join(cmd[cmd.index("-d") + 1], "gpu-operator-v26.3.3.tgz"),
+            {"gpu-operator/crds/a.yaml": CRD_A.encode()},
+        )
+        return True
+
+    m.rules.append((pull, (0, "", "")))
+    h = helm(m)
+    assert [c["metadata"]["name"] for c in h.show_crds(REPO, "v26.3.3")] == ["a.nvidia.com"]
+    assert m.cmds("pull")[0][2:5] == [REPO_ALIAS + "/gpu-operator", "--version", "v26.3.3"]
 
 
 def test_a_failing_command_reports_cmd_rc_and_stderr():

@@ -1,0 +1,172 @@
+"""Helpers for the gpu_operator and gpu_operator_install tests on the session test bed and its chart repository.
+
+Everything the automation does runs through ansible-playbook as the least-privilege identity (testbed.sa_kubeconfig,
+bound to docs/rbac.yml). The admin identity only prepares and inspects: a clean slate before each test module,
+node faults, reading the stored ClusterPolicy. The simulated GPU Operator (tests/sim/operator) plays the operator,
+so the ClusterPolicy really moves to ready; it is started here when the test bed does not run it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+NS = "gpu-operator"
+RELEASE = "gpu-operator"
+OPERATOR_CRDS = ("clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com")
+
+PLAYBOOK = """
+- name: Run gpu_operator
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Run the module
+      gpuops.gpu_operator.gpu_operator: "{{ module_args }}"
+      register: result
+      ignore_errors: true
+    - name: Save the result
+      ansible.builtin.copy:
+        content: "{{ result | to_json }}"
+        dest: "{{ out }}"
+        mode: "0600"
+      check_mode: false
+      diff: false
+"""
+
+
+def wait_for(pred, timeout=30.0, interval=0.5, what="condition"):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = pred()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+class Bed:
+    """The session test bed plus admin helpers for preparing and inspecting (never for the automation itself)."""
+
+    def __init__(self, testbed, work: Path):
+        from kubernetes import client
+
+        self.t = testbed
+        self.work = work
+        api = testbed.api_client()
+        self.core = client.CoreV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+        self.ext = client.ApiextensionsV1Api(api)
+        self.helm_env = {
+            **os.environ,
+            "HELM_CACHE_HOME": str(work / "helm-cache"),
+            "HELM_CONFIG_HOME": str(work / "helm-config"),
+            "HELM_DATA_HOME": str(work / "helm-data"),
+        }
+
+    # the automation ----------------------------------------------------------------------------------
+    def module(self, check=False, diff=False, helm=None, **module_args):
+        """Run gpu_operator through ansible-playbook as the least-privilege identity; return its result."""
+        module_args.setdefault("kubeconfig", self.t.sa_kubeconfig)
+        module_args.setdefault("helm_binary", helm or self.t.helm)
+        module_args.setdefault("chart_ref", "gpu-operator")
+        module_args.setdefault("chart_repo_url", self.t.chart_repo_url)
+        module_args.setdefault("timeout", 120)
+        module_args.setdefault("ready_timeout", 120)
+        out = self.work / ("result-%s.json" % uuid.uuid4().hex[:8])
+        extra = {"module_args": module_args, "out": str(out), "ansible_python_interpreter": sys.executable}
+        cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local"]
+        cmd += [str(self.work / "play.yml"), "-e", json.dumps(extra)]
+        cmd += ["--check"] if check else []
+        cmd += ["--diff"] if diff else []
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=self.ansible_env(), timeout=600, check=False)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        result = json.loads(out.read_text())
+        result["_stdout"] = proc.stdout
+        return result
+
+    def ansible_env(self):
+        env = dict(
+            os.environ,
+            ANSIBLE_COLLECTIONS_PATH=str(self.work / "collections"),
+            ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
+            ANSIBLE_NOCOLOR="1",
+            ANSIBLE_HOME=str(self.work / "ansible-home"),
+            ANSIBLE_LOCALHOST_WARNING="0",
+        )
+        for name in ("K8S_AUTH_KUBECONFIG", "KUBECONFIG"):
+            env.pop(name, None)
+        return env
+
+    def install(self, version, helm=None, **module_args):
+        result = self.module(chart_version=version, helm=helm, **module_args)
+        assert not result.get("failed"), result.get("msg")
+        return result
+
+    # audit -------------------------------------------------------------------------------------------
+    def mark(self):
+        return self.t.audit_mark()
+
+    def writes_since(self, mark):
+        time.sleep(1.5)  # the audit backend flushes asynchronously
+        return [
+            "%s %s/%s" % (e["verb"], e.get("objectRef", {}).get("resource"), e.get("objectRef", {}).get("name"))
+            for e in self.t.audit_writes(mark)
+        ]
+
+    def persisted_writes_since(self, mark):
+        """Writes that changed something: server-side dry runs (``dryRun=All``, check mode) left out."""
+        time.sleep(1.5)
+        return [
+            "%s %s" % (e["verb"], e.get("requestURI"))
+            for e in self.t.audit_writes(mark)
+            if "dryRun=All" not in (e.get("requestURI") or "")
+        ]
+
+    # admin reads and preparation ----------------------------------------------------------------------
+    def helm_admin(self, *args, check=True):
+        r = subprocess.run(
+            [self.t.helm, *args, "--kubeconfig", self.t.kubeconfig],
+            capture_output=True,
+            text=True,
+            env=self.helm_env,
+            timeout=300,
+            check=False,
+        )
+        if check and r.returncode != 0:
+            raise AssertionError(f"helm {' '.join(args)}: {r.stderr[-1500:]}")
+        return r
+
+    def release(self):
+        r = self.helm_admin("get", "metadata", RELEASE, "-n", NS, "-o", "json", check=False)
+        return json.loads(r.stdout) if r.returncode == 0 else None
+
+    def release_values(self):
+        return json.loads(self.helm_admin("get", "values", RELEASE, "-n", NS, "-o", "json").stdout) or {}
+
+    def cluster_policy(self):
+        return self.custom.get_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", "cluster-policy")
+
+    def crd(self, name):
+        from kubernetes.client.rest import ApiException
+
+        try:
+            return self.ext.read_custom_resource_definition(name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def clean_slate(self):
+        """No release, no GPU Operator CRDs (so the next install starts from nothing)."""
+        self.helm_admin("uninstall", RELEASE, "-n", NS, "--wait", check=False)
+        for name in OPERATOR_CRDS:
+            if self.crd(name) is not None:
+                self.ext.delete_custom_resource_definition(name)
+        wait_for(lambda: all(self.crd(n) is None for n in OPERATOR_CRDS), 60, what="CRDs deleted")
