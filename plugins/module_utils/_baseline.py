@@ -536,6 +536,18 @@ def _mapped_nodes(cluster, hosts):
     return {h: nodes.get(v.get("node_name") or h) for h, v in hosts.items()}
 
 
+@check("hosts.gathered", "cluster", "fail", "Every inventory GPU host ran the host part")
+def _hosts_gathered(cluster, hosts, opts):
+    missing = sorted(h for h, v in hosts.items() if not v.get("gpu_host") and not v.get("baseline"))
+    if not missing:
+        return ok("%d host(s) have host facts" % len(hosts))
+    return bad(
+        "no host facts for: %s (unreachable, or the host part did not run)" % ", ".join(missing),
+        "Run the role's host part (gpuops.gpu_operator.gpu_baseline) on these hosts before the cluster part.",
+        subjects=missing,
+    )
+
+
 @check("k8s.version", "cluster", "fail", "The Kubernetes version is in the target release's range")
 def _k8s_version(cluster, hosts, opts):
     v = _g(cluster, "kubernetes_version", "git_version")
@@ -860,7 +872,8 @@ def drift(hosts):
     """Per pool, each dimension with more than one value: ``[{pool, dimension, values: {value: [hosts]}}]``."""
     pools = {}
     for name, h in hosts.items():
-        pools.setdefault(h.get("pool") or "(no pool)", []).append(name)
+        if h.get("gpu_host"):  # a host without facts is reported by hosts.gathered, not as drift
+            pools.setdefault(h.get("pool") or "(no pool)", []).append(name)
     out = []
     for pool in sorted(pools):
         for dim, fn in DRIFT:
@@ -998,7 +1011,12 @@ def report(hosts, cluster, raw_options):
     per_host = {}
     for name in sorted(hosts):
         h = hosts[name]
-        own = h.get("baseline") or evaluate_host(h, opts)
+        if h.get("baseline"):
+            own = h["baseline"]
+        elif h.get("gpu_host"):
+            own = evaluate_host(h, opts)
+        else:  # no facts: hosts.gathered reports it; evaluating empty facts would only add noise
+            own = _summarise([])
         per_host[name] = {
             "node": h.get("node_name") or name,
             "pool": h.get("pool"),

@@ -216,6 +216,10 @@ TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 
 # check id -> (failing case, passing case); a case takes tmp_path and returns (cluster, hosts, options).
 CLUSTER_CASES = {
+    "hosts.gathered": (
+        lambda t: (cluster(), dict(gpu_hosts(), **{"host-7": {"node_name": "h100-1", "pool": "h100"}}), OM),
+        lambda t: (cluster(), gpu_hosts(), OM),
+    ),
     "k8s.version": (
         lambda t: (cluster(kubernetes_version={"git_version": "v1.31.4"}), gpu_hosts(), OM),
         lambda t: (cluster(), gpu_hosts(), OM),
@@ -540,6 +544,13 @@ def demo_like_report(tmp_path):
         hosts["host-0"], node_name="h100-1", pool="l40s", gpu_host=facts("broken-nouveau-no-headers")
     )
     return b.report(hosts, cluster(), {"operator_version": "v26.7.0"})
+
+
+def test_a_host_without_facts_gets_only_the_gathered_finding():
+    hosts = dict(gpu_hosts(), ghost={"node_name": "h100-1", "pool": "h100"})
+    rep = b.report(hosts, cluster(), {})
+    assert [f["id"] for f in rep["hosts"]["ghost"]["findings"]] == ["hosts.gathered"]
+    assert rep["hosts"]["ghost"]["verdict"] == "fail"
 
 
 def test_a_cluster_finding_about_a_host_fails_that_host(tmp_path):
