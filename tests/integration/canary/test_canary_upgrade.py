@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from canary_helpers import CANARY, FAILED, SKIP, STATE, TAINT, wait_for
+from canary_helpers import CANARY, FAILED, REPO_ROOT, SKIP, STATE, TAINT, wait_for
 
 
 def _tolerates(tolerations, key):
@@ -73,6 +73,37 @@ def test_check_mode_prints_the_whole_plan_and_writes_nothing(clean):
     for n in before:
         assert after[n]["labels"] == before[n]["labels"] and after[n]["taints"] == before[n]["taints"], n
     assert clean.record() is None
+
+
+def test_the_baseline_gate_stops_the_run_with_its_report_before_any_write(clean):
+    mark = clean.t.audit_mark()
+    r = clean.playbook(
+        gpu_canary_upgrade_baseline=True,
+        gpu_nvml_library=str(REPO_ROOT / "build" / "nvml" / "libnvidia-ml.so.1"),
+        gpu_canary_upgrade_driver_version="610.70.01",  # not in the compatibility matrix for 26.x
+    )
+    assert r.returncode != 0
+    assert "driver.target_supported [fail]: driver 610.70.01 is not listed" in r.output, r.output[-3000:]
+    assert "GPU baseline fail" in r.output
+    assert "Plan the upgrade and run the gate" not in r.output
+    # only the permission questions of the gate (SelfSubjectAccessReviews persist nothing)
+    writes = clean.t.audit_writes(mark)
+    assert writes and {w["objectRef"]["resource"] for w in writes} == {"selfsubjectaccessreviews"}
+    assert clean.record() is None
+
+
+def test_a_foreign_cordon_fails_the_gate_before_any_write(clean):
+    clean.core.patch_node("h100-5", {"spec": {"unschedulable": True}})
+    try:
+        mark = clean.t.audit_mark()
+        r = clean.playbook(gpu_canary_upgrade_driver_version="610.71.01")
+        assert r.returncode != 0
+        assert "node h100-5 is cordoned by someone else" in r.output, r.output[-3000:]
+        assert "Canary upgrade gate failed" in r.output
+        assert clean.t.audit_writes(mark) == []
+        assert clean.record() is None
+    finally:
+        clean.core.patch_node("h100-5", {"spec": {"unschedulable": None}})
 
 
 def test_happy_path_with_a_custom_taint_the_operands_did_not_tolerate(clean):
@@ -174,7 +205,8 @@ def test_an_interrupted_run_resumes_where_it_stopped(clean):
     assert r.returncode == 0, r.output[-4000:]
     assert "resuming, phase in-progress" in r.output
     # the proven canary is not upgraded or proven again
-    assert "Upgrade and check canary on the cluster side" not in r.output
+    assert "Upgrade and check on the cluster side: canary" not in r.output
+    assert "Upgrade and check on the cluster side: wave-2" in r.output
     rec = clean.record()
     assert rec["phase"] == "done" and rec["started"] == stopped["started"]
     assert rec["waves"][0]["finished"] == stopped["waves"][0]["finished"]
