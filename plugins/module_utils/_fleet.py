@@ -649,7 +649,8 @@ def summary_markdown(summary, title="GPU validation report", generated=None):
             out.append("")
             for f in r["findings"]:
                 out.append(
-                    "- **%s** (%s check): %s. Fix: %s" % (f["layer"], f["check"], _md(f["evidence"]), _md(f["fix"]))
+                    "- **%s** (%s check): %s. Fix: %s"
+                    % (f["layer"], f["check"], _md(f["evidence"]).rstrip("."), _md(f["fix"]))
                 )
             out.append("")
     out += ["", "Checks: " + "; ".join("%s = %s" % (n, d) for n, d in CHECKS) + "."]
