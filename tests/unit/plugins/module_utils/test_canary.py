@@ -1,0 +1,325 @@
+"""Specs for the cluster-side canary steps against an in-memory API that plays the operator's upgrade controller."""
+
+import copy
+import json
+
+import pytest
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _canary_plan as P
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._canary import Canary, CanaryAbort
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import K8sError
+
+STATE = "nvidia.com/gpu-driver-upgrade-state"
+SKIP = "nvidia.com/gpu-driver-upgrade.skip"
+CM = "/api/v1/namespaces/gpu-operator/configmaps/gpuops-canary-upgrade"
+
+
+def merge(dst, patch):
+    for k, v in patch.items():
+        if v is None:
+            dst.pop(k, None)
+        elif isinstance(v, dict) and isinstance(dst.get(k), dict):
+            merge(dst[k], v)
+        else:
+            dst[k] = copy.deepcopy(v)
+
+
+class FakeAPI:
+    """Nodes, pods, a ClusterPolicy and the record ConfigMap; on each node LIST it moves every node without the
+    skip label to the ClusterPolicy's driver (or to upgrade-failed when it is in ``failing``)."""
+
+    def __init__(self, names, driver="580.1"):
+        self.requests = 0
+        self.writes = []
+        self.failing = set()
+        self.pdb_blocked = set()
+        self.nodes = {}
+        for n in names:
+            self.nodes[n] = {
+                "metadata": {
+                    "name": n,
+                    "resourceVersion": "1",
+                    "labels": {
+                        "feature.node.kubernetes.io/pci-10de.present": "true",
+                        "gpuops.io/pool": n.split("-")[0],
+                        STATE: "upgrade-done",
+                        P.DRIVER_VERSION_LABEL: driver,
+                    },
+                    "annotations": {},
+                },
+                "spec": {},
+                "status": {
+                    "capacity": {"nvidia.com/gpu": "8"},
+                    "allocatable": {"nvidia.com/gpu": "8"},
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            }
+        self.pods = []
+        self.cp = {
+            "metadata": {"name": "cluster-policy", "labels": {"helm.sh/chart": "gpu-operator-v26.7.0"}},
+            "spec": {"driver": {"version": driver, "upgradePolicy": {"autoUpgrade": True}}, "daemonsets": {}},
+        }
+        self.cm = None
+
+    def operator_step(self):
+        target = self.cp["spec"]["driver"]["version"]
+        for n, node in self.nodes.items():
+            lab = node["metadata"]["labels"]
+            if lab.get(P.DRIVER_VERSION_LABEL) == target:
+                lab[STATE] = "upgrade-done"
+            elif lab.get(SKIP) == "true":
+                lab[STATE] = "upgrade-required"
+            elif lab.get(STATE) == "upgrade-failed":
+                continue
+            elif n in self.failing:
+                lab[STATE] = "upgrade-failed"
+            else:
+                lab[STATE] = "upgrade-done"
+                lab[P.DRIVER_VERSION_LABEL] = target
+
+    # reads ---------------------------------------------------------------------------------------
+    def list_core(self, resource, namespace=None, **_kw):
+        self.requests += 1
+        if resource == "nodes":
+            self.operator_step()
+            return copy.deepcopy(list(self.nodes.values()))
+        if resource == "pods":
+            if namespace == "gpu-operator":
+                return [self.validator(n) for n in self.nodes]
+            return copy.deepcopy(self.pods)
+        return []
+
+    @staticmethod
+    def validator(n):
+        return {
+            "metadata": {
+                "name": "val-" + n,
+                "namespace": "gpu-operator",
+                "labels": {"app": "nvidia-operator-validator"},
+            },
+            "spec": {"nodeName": n},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+        }
+
+    def list_all(self, path, **_kw):
+        self.requests += 1
+        return [], {}
+
+    def list_custom(self, group, version, plural, **_kw):
+        self.requests += 1
+        return [copy.deepcopy(self.cp)] if plural == "clusterpolicies" else []
+
+    def get_or_none(self, path, what=None):
+        self.requests += 1
+        assert path == CM
+        return copy.deepcopy(self.cm)
+
+    def get(self, path, what=None):
+        return copy.deepcopy(self.nodes[path.rsplit("/", 1)[-1]])
+
+    # writes --------------------------------------------------------------------------------------
+    def send_typed(self, method, path, body, query=None, content_type=None, what=None):
+        self.requests += 1
+        self.writes.append((method, path, what))
+        if path == CM:
+            self.cm = copy.deepcopy(body)
+        elif path.startswith("/api/v1/nodes/"):
+            node = self.nodes[path.rsplit("/", 1)[-1]]
+            body = copy.deepcopy(body)
+            body.get("metadata", {}).pop("resourceVersion", None)
+            merge(node, body)
+        elif "clusterpolicies" in path:
+            merge(self.cp, body)
+        return {}
+
+    def send(self, method, path, body=None, what=None, accept_statuses=()):
+        self.requests += 1
+        name = path.split("/")[-2]
+        if name in self.pdb_blocked:
+            raise K8sError("Cannot evict pod as it would violate the pod's disruption budget.", 429)
+        self.writes.append((method, path, what))
+        self.pods = [p for p in self.pods if p["metadata"]["name"] != name]
+        return {}
+
+
+class Clock:
+    def __init__(self):
+        self.t = 1_800_000_000.0
+
+    def __call__(self):
+        return self.t
+
+    def sleep(self, s):
+        self.t += s
+
+
+NAMES = ["a-0", "a-1", "a-2", "h-0", "h-1", "h-2"]
+
+
+def canary(api, check_mode=False):
+    clock = Clock()
+    return Canary(api, check_mode=check_mode, clock=clock, sleep=clock.sleep, poll=1.0)
+
+
+def planned(api, c, waves=("100%",), target="610.1"):
+    return c.plan(target, None, ["a-0", "h-0"], "", list(waves))
+
+
+def record(api):
+    return json.loads(api.cm["data"]["record"])
+
+
+def test_check_mode_plans_and_lists_every_write_without_making_one():
+    api = FakeAPI(NAMES)
+    c = canary(api, check_mode=True)
+    plan, rec, nodes, cp = planned(api, c, waves=[1, "100%"])
+    assert [w["nodes"] for w in plan["waves"]] == [["a-0", "h-0"], ["a-1"], ["h-1", "a-2", "h-2"]]
+    assert plan["waves"][0]["taint"] == "gpuops.io/canary-upgrade=canary:NoSchedule"
+    c.prepare(rec, nodes, cp, {"autoUpgrade": True})
+    c.run_wave(rec, 0, {"policy": "evict"})
+    assert api.writes == []
+    assert "node a-0: add taint gpuops.io/canary-upgrade:NoSchedule" in c.changes
+    assert "node h-2: hold the upgrade (skip label)" in c.changes
+    assert api.cp["spec"]["driver"]["version"] == "580.1"
+
+
+def test_prepare_makes_the_operands_tolerate_then_holds_every_node_then_records_then_sets_the_version():
+    api = FakeAPI(NAMES)
+    c = canary(api)
+    _plan, rec, nodes, cp = planned(api, c)
+    c.prepare(rec, nodes, cp, {"autoUpgrade": True, "maxParallelUpgrades": 0})
+    whats = [w[2] for w in api.writes]
+    assert whats[0].startswith("ClusterPolicy cluster-policy: add toleration gpuops.io/canary-upgrade:NoSchedule")
+    assert [w for w in whats[1:7] if "skip label" in w] == whats[1:7]
+    assert whats[7].startswith("save the progress record")
+    assert whats[8].startswith("ClusterPolicy cluster-policy: set spec.driver") and "version=610.1" in whats[8]
+    assert all(api.nodes[n]["metadata"]["labels"][SKIP] == "true" for n in NAMES)
+    assert record(api)["skip_labelled"] == sorted(NAMES)
+    # the operator holds every node: nothing moves before a wave releases it
+    api.list_core("nodes")
+    assert {api.nodes[n]["metadata"]["labels"][STATE] for n in NAMES} == {"upgrade-required"}
+
+
+def test_a_wave_upgrades_only_its_nodes_and_finishing_it_untaints_them():
+    api = FakeAPI(NAMES)
+    c = canary(api)
+    _plan, rec, nodes, cp = planned(api, c)
+    c.prepare(rec, nodes, cp, {})
+    out = c.run_wave(rec, 0, {"policy": "evict"})
+    assert set(out["nodes"]) == {"a-0", "h-0"} and all(not v["problems"] for v in out["nodes"].values())
+    labels = {n: api.nodes[n]["metadata"]["labels"] for n in NAMES}
+    assert [n for n in NAMES if labels[n][P.DRIVER_VERSION_LABEL] == "610.1"] == ["a-0", "h-0"]
+    assert api.nodes["a-0"]["spec"]["taints"] == [
+        {"key": P.DEFAULT_TAINT_KEY, "value": "canary", "effect": "NoSchedule"}
+    ]
+    assert record(api)["waves"][0]["status"] == P.WAVE_UPGRADED
+    c.finish_wave(rec, 0, True)
+    assert "taints" not in api.nodes["a-0"]["spec"]
+    assert record(api)["waves"][0]["status"] == P.WAVE_PROVEN and record(api)["phase"] == "in-progress"
+    c.run_wave(rec, 1, {"policy": "evict"})
+    c.finish_wave(rec, 1, True)
+    assert record(api)["phase"] == "done"
+    assert all(SKIP not in api.nodes[n]["metadata"]["labels"] for n in NAMES)
+
+
+def test_a_failed_canary_aborts_tainted_and_annotated_with_every_other_node_held():
+    api = FakeAPI(NAMES)
+    api.failing.add("h-0")
+    c = canary(api)
+    _plan, rec, nodes, cp = planned(api, c)
+    c.prepare(rec, nodes, cp, {})
+    with pytest.raises(CanaryAbort) as exc:
+        c.run_wave(rec, 0, {"policy": "evict"})
+    assert exc.value.failed == {"h-0": "the operator's upgrade controller set %s=upgrade-failed" % STATE}
+    h0 = api.nodes["h-0"]
+    assert "canary" in h0["metadata"]["annotations"][P.FAILED_ANNOTATION]
+    assert h0["spec"]["taints"][0]["key"] == P.DEFAULT_TAINT_KEY
+    for n in ["a-1", "a-2", "h-1", "h-2"]:
+        lab = api.nodes[n]["metadata"]["labels"]
+        assert lab[SKIP] == "true" and lab[P.DRIVER_VERSION_LABEL] == "580.1" and "taints" not in api.nodes[n]["spec"]
+    rec2 = record(api)
+    assert rec2["phase"] == "aborted" and rec2["waves"][0]["status"] == P.WAVE_FAILED and "h-0" in rec2["reason"]
+
+
+def test_a_rerun_resumes_the_record_and_retries_the_node_it_left_failed():
+    api = FakeAPI(NAMES)
+    api.failing.add("h-0")
+    c = canary(api)
+    _plan, rec, nodes, cp = planned(api, c)
+    c.prepare(rec, nodes, cp, {})
+    with pytest.raises(CanaryAbort):
+        c.run_wave(rec, 0, {"policy": "evict"})
+    api.failing.clear()  # the cause is fixed
+    c2 = canary(api)
+    plan, rec, nodes, cp = planned(api, c2)
+    assert plan["resumed"] and plan["phase"] == "aborted" and plan["gate"]["passed"]
+    c2.prepare(rec, nodes, cp, {})
+    c2.run_wave(rec, 0, {"policy": "evict"})
+    assert api.nodes["h-0"]["metadata"]["labels"][P.DRIVER_VERSION_LABEL] == "610.1"
+    assert P.FAILED_ANNOTATION not in api.nodes["h-0"]["metadata"]["annotations"]
+
+
+def test_another_target_while_a_run_is_unfinished_is_refused():
+    api = FakeAPI(NAMES)
+    c = canary(api)
+    _plan, rec, nodes, cp = planned(api, c)
+    c.prepare(rec, nodes, cp, {})
+    with pytest.raises(P.PlanError, match="unfinished canary upgrade"):
+        planned(api, canary(api), target="620.1")
+
+
+def test_gpu_pods_are_evicted_and_a_pdb_that_never_allows_it_aborts_the_wave():
+    api = FakeAPI(NAMES)
+    api.pods = [
+        {
+            "metadata": {"name": name, "namespace": "default", "labels": {}},
+            "spec": {"nodeName": "a-0", "containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+            "status": {"phase": "Running"},
+        }
+        for name in ("job-a", "job-b")
+    ]
+    api.pdb_blocked.add("job-b")
+    c = canary(api)
+    _plan, rec, nodes, cp = planned(api, c)
+    c.prepare(rec, nodes, cp, {})
+    with pytest.raises(CanaryAbort, match="default/job-b"):
+        c.run_wave(rec, 0, {"policy": "evict", "eviction_timeout": 5})
+    assert [p["metadata"]["name"] for p in api.pods] == ["job-b"]
+    assert api.nodes["a-0"]["metadata"]["labels"][SKIP] == "true"  # never released
+    assert record(api)["phase"] == "aborted"
+
+
+def test_the_roles_failed_proof_aborts_the_wave_with_its_reason():
+    api = FakeAPI(NAMES)
+    c = canary(api)
+    _plan, rec, nodes, cp = planned(api, c)
+    c.prepare(rec, nodes, cp, {})
+    c.run_wave(rec, 0, {"policy": "evict"})
+    with pytest.raises(CanaryAbort, match="smoke pod failed"):
+        c.finish_wave(rec, 0, False, "smoke pod failed on h-0", ["h-0"])
+    assert "smoke pod failed" in api.nodes["h-0"]["metadata"]["annotations"][P.FAILED_ANNOTATION]
+    assert P.FAILED_ANNOTATION not in api.nodes["a-0"]["metadata"]["annotations"]
+    assert api.nodes["a-0"]["spec"]["taints"]  # the whole wave stays tainted
+
+
+def test_rollback_points_the_driver_back_and_releases_every_node():
+    api = FakeAPI(NAMES)
+    c = canary(api)
+    _plan, rec, nodes, cp = planned(api, c)
+    c.prepare(rec, nodes, cp, {})
+    c.run_wave(rec, 0, {"policy": "evict"})
+    failed = c.rollback(rec, c.nodes(), c.cluster_policy(), timeout=30)
+    assert failed == {}
+    assert api.cp["spec"]["driver"]["version"] == "580.1"
+    for n in NAMES:
+        assert api.nodes[n]["metadata"]["labels"][P.DRIVER_VERSION_LABEL] == "580.1"
+        assert SKIP not in api.nodes[n]["metadata"]["labels"] and "taints" not in api.nodes[n]["spec"]
+    assert record(api)["phase"] == "rolled-back"
+
+
+def test_an_empty_canary_pool_and_unknown_canary_nodes_are_errors_naming_the_fix():
+    api = FakeAPI(NAMES)
+    with pytest.raises(P.PlanError, match="not GPU nodes of this cluster"):
+        canary(api).plan("610.1", None, ["nope"], "", ["100%"])
+    with pytest.raises(P.PlanError, match="canary pool is empty"):
+        canary(api).plan("610.1", None, [], "gpuops.io/canary=true", ["100%"])

@@ -1,0 +1,267 @@
+"""Specs for the pure canary-upgrade logic: waves, the progress record, tolerations and taints, the gate, the proof."""
+
+import pytest
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _canary_plan as P
+
+STATE = "nvidia.com/gpu-driver-upgrade-state"
+SKIP = "nvidia.com/gpu-driver-upgrade.skip"
+
+
+def node(name, state=None, unschedulable=False, labels=None, annotations=None):
+    lab = {"feature.node.kubernetes.io/pci-10de.present": "true"}
+    if state:
+        lab[STATE] = state
+    lab.update(labels or {})
+    return {
+        "metadata": {"name": name, "labels": lab, "annotations": dict(annotations or {})},
+        "spec": {"unschedulable": unschedulable},
+    }
+
+
+def gpu_pod(name, node_name, labels=None, ns="default", phase="Running"):
+    return {
+        "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
+        "spec": {"nodeName": node_name, "containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+        "status": {"phase": phase, "startTime": "2026-12-01T00:00:00Z"},
+    }
+
+
+# ---------------------------------------------------------------------------------------------- waves
+
+
+def test_wave_entries_are_cumulative_counts_or_percentages_rounded_up():
+    assert P.wave_targets([1, "10%", "25%", "100%"], 40) == [1, 4, 10, 40]
+    assert P.wave_targets(["34%", "100%"], 3) == [2, 3]
+    assert P.wave_targets(["5", "100%"], 8) == [5, 8]
+
+
+def test_a_wave_that_adds_no_node_is_dropped_and_counts_are_capped_at_the_total():
+    assert P.wave_targets([1, "10%", "100%"], 5) == [1, 5]
+    assert P.wave_targets([50], 3) == [3]
+
+
+@pytest.mark.parametrize(
+    ("waves", "message"),
+    [
+        ([0], "at least 1"),
+        (["0%"], "above 0%"),
+        (["150%"], "at most 100%"),
+        (["lots"], "use a node count"),
+        ([True], "use a node count"),
+        (["50%", "10%"], "waves are cumulative"),
+    ],
+)
+def test_bad_wave_entries_name_the_entry_and_the_fix(waves, message):
+    with pytest.raises(P.PlanError, match=message):
+        P.wave_targets(waves, 10)
+
+
+def test_the_plan_puts_the_canary_first_then_splits_the_rest_and_reports_what_no_wave_covers():
+    plan, unplanned = P.plan_waves(["c0"], ["n1", "n2", "n3", "n4"], [1, "50%"])
+    assert [(w["index"], w["name"], w["nodes"]) for w in plan] == [
+        (0, "canary", ["c0"]),
+        (1, "wave-1", ["n1"]),
+        (2, "wave-2", ["n2"]),
+    ]
+    assert unplanned == ["n3", "n4"]
+
+
+def test_the_rest_alternates_pools_in_natural_name_order():
+    pool = {"h-1": "h", "h-2": "h", "h-10": "h", "a-1": "a", "a-2": "a"}
+    assert P.interleave_pools(list(pool), pool.get) == ["a-1", "h-1", "a-2", "h-2", "h-10"]
+
+
+# ---------------------------------------------------------------------------------------------- record
+
+
+def test_the_record_round_trips_through_a_configmap_and_knows_the_next_wave():
+    plan, _ = P.plan_waves(["c0"], ["n1"], ["100%"])
+    rec = P.new_record({"driver_version": "2"}, {"driver_version": "1"}, {"key": "k"}, plan, [], [], "t0")
+    cm = {"data": {P.RECORD_KEY: P.encode_record(rec)}}
+    back = P.decode_record(cm)
+    assert back == rec and P.next_wave(back) == 0
+    back["waves"][0]["status"] = P.WAVE_PROVEN
+    assert P.next_wave(back) == 1
+    back["waves"][1]["status"] = P.WAVE_PROVEN
+    assert P.next_wave(back) is None
+    assert P.same_target(back, {"driver_version": "2"}) and not P.same_target(back, {"driver_version": "3"})
+
+
+@pytest.mark.parametrize(
+    "cm", [None, {}, {"data": {}}, {"data": {"record": "{"}}, {"data": {"record": '{"version": 9}'}}]
+)
+def test_a_missing_or_unreadable_record_is_none(cm):
+    assert P.decode_record(cm) is None
+
+
+# ---------------------------------------------------------------------------------------------- tolerations, taints
+
+
+def test_a_toleration_is_added_only_when_nothing_tolerates_the_taint():
+    key, eff = "gpuops.io/canary-upgrade", "NoSchedule"
+    tols, changed = P.with_toleration([{"key": "nvidia.com/gpu", "operator": "Exists"}], key, eff)
+    assert changed and tols[-1] == {"key": key, "operator": "Exists", "effect": eff}
+    for tolerating in (
+        [{"operator": "Exists"}],
+        [{"key": key, "operator": "Exists"}],
+        [{"key": key, "value": "x", "operator": "Exists", "effect": eff}],
+    ):
+        assert P.with_toleration(tolerating, key, eff) == (tolerating, False)
+    assert P.tolerates([{"key": key, "operator": "Exists", "effect": "NoExecute"}], key, eff) is False
+
+
+def test_taints_are_added_once_and_removed_by_key_and_effect():
+    taints, changed = P.taints_with([{"key": "other", "effect": "NoSchedule"}], "k", "NoSchedule", "canary")
+    assert changed and taints[-1] == {"key": "k", "value": "canary", "effect": "NoSchedule"}
+    assert P.taints_with(taints, "k", "NoSchedule", "wave-1") == (taints, False)
+    assert P.taints_without(taints, "k", "NoSchedule") == ([{"key": "other", "effect": "NoSchedule"}], True)
+    assert P.taints_without([], "k", "NoSchedule") == ([], False)
+
+
+@pytest.mark.parametrize(
+    ("selector", "labels", "match"),
+    [
+        ("a=1", {"a": "1"}, True),
+        ("a==1,b!=2", {"a": "1", "b": "3"}, True),
+        ("a in (1, 2)", {"a": "2"}, True),
+        ("a notin (1,2)", {"a": "2"}, False),
+        ("a", {}, False),
+        ("!a", {}, True),
+        ("a=1,b", {"a": "1"}, False),
+    ],
+)
+def test_label_selectors(selector, labels, match):
+    assert P.selector_matches(labels, P.parse_selector(selector)) is match
+
+
+# ---------------------------------------------------------------------------------------------- gate
+
+
+def test_the_gate_fails_on_a_foreign_upgrade_failure_and_a_foreign_cordon_but_not_on_its_own():
+    nodes = [
+        node("old-failure", "upgrade-failed"),
+        node("ours", "upgrade-failed", annotations={P.FAILED_ANNOTATION: "earlier canary"}),
+        node("cordoned", "upgrade-done", unschedulable=True),
+        node("upgrading", "wait-for-jobs-required", unschedulable=True),
+        node("not-planned", "upgrade-failed", unschedulable=True),
+    ]
+    g = P.gate(nodes, [], [], ["old-failure", "ours", "cordoned", "upgrading"], None, "k")
+    assert not g["passed"]
+    assert g["cordoned"] == ["cordoned"]
+    assert len(g["failures"]) == 2
+    assert "old-failure is in upgrade-failed" in g["failures"][0] and "relabel" in g["failures"][0]
+    assert "cordoned by someone else" in g["failures"][1] and "maxUnavailable" in g["failures"][1]
+
+
+def test_the_gate_lists_gpu_jobs_their_pdbs_and_which_are_waited_for():
+    pods = [
+        gpu_pod("train", "n1", labels={"app": "train", "ckpt": "yes"}),
+        gpu_pod("infer", "n1", labels={"app": "infer"}),
+        gpu_pod("done", "n1", phase="Succeeded"),
+        gpu_pod("elsewhere", "other"),
+    ]
+    pdb = {
+        "metadata": {"name": "infer-pdb", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "infer"}}, "minAvailable": 1},
+        "status": {"disruptionsAllowed": 0},
+    }
+    g = P.gate([node("n1")], pods, [pdb], ["n1"], None, "k", wait_selector="ckpt=yes")
+    assert g["passed"]
+    assert [(j["pod"], j["wait_for_completion"], j["pdbs"]) for j in g["gpu_jobs"]] == [
+        ("default/infer", False, ["default/infer-pdb"]),
+        ("default/train", True, []),
+    ]
+    assert g["pdbs"] == [
+        {"name": "default/infer-pdb", "disruptions_allowed": 0, "min_available": 1, "max_unavailable": None}
+    ]
+
+
+# ---------------------------------------------------------------------------------------------- proof
+
+
+def test_a_node_is_upgraded_when_its_driver_label_is_the_target_and_the_controller_is_done():
+    done = node("n", "upgrade-done", labels={P.DRIVER_VERSION_LABEL: "610.1"})
+    assert P.node_upgrade_status(done, "610.1")[0] == "done"
+    assert P.node_upgrade_status(done, "610.2")[0] == "waiting"
+    held = node("n", "upgrade-required", labels={SKIP: "true", P.DRIVER_VERSION_LABEL: "580.1"})
+    assert P.node_upgrade_status(held, "610.1") == ("waiting", "skip label still set")
+    assert P.node_upgrade_status(node("n", "upgrade-failed"), "610.1")[0] == "failed"
+
+
+def view(**kw):
+    base = {
+        "labels": {P.DRIVER_VERSION_LABEL: "610.1"},
+        "ready": True,
+        "capacity": {"nvidia.com/gpu": 8},
+        "allocatable": {"nvidia.com/gpu": 8},
+        "operands": {"operator-validator": {"ready": True}, "driver": {"ready": True}},
+    }
+    base.update(kw)
+    return base
+
+
+def test_the_proof_passes_a_healthy_upgraded_node():
+    assert P.prove_node(view(), "610.1", []) == []
+
+
+@pytest.mark.parametrize(
+    ("kw", "xids", "dcgm", "expect"),
+    [
+        ({"labels": {P.DRIVER_VERSION_LABEL: "580.1"}}, [], None, "not the target 610.1"),
+        ({"ready": False}, [], None, "not Ready"),
+        ({"allocatable": {"nvidia.com/gpu": 7}}, [], None, "allocatable GPUs 7 below capacity 8"),
+        ({"capacity": {}, "allocatable": {}}, [], None, "no GPU capacity"),
+        ({"operands": {"driver": {"ready": True}}}, [], None, "no nvidia-operator-validator pod"),
+        (
+            {"operands": {"operator-validator": {"ready": False, "reason": "CrashLoopBackOff"}}},
+            [],
+            None,
+            "CrashLoopBackOff",
+        ),
+        ({}, [{"message": "Xid=79 on Device"}], None, "new Xid event"),
+        ({}, [], [79], "DCGM reports XID errors [79]"),
+    ],
+)
+def test_each_proof_failure_names_what_is_wrong(kw, xids, dcgm, expect):
+    problems = P.prove_node(view(**kw), "610.1", xids, dcgm)
+    assert len(problems) == 1 and expect in problems[0], problems
+
+
+def test_only_xid_events_of_the_node_since_the_wave_started_count():
+    events = [
+        {
+            "involvedObject": {"kind": "Node", "name": "n"},
+            "reason": "XidCriticalError",
+            "lastTimestamp": "2026-12-03T10:00:05Z",
+        },
+        {
+            "involvedObject": {"kind": "Node", "name": "n"},
+            "reason": "XidCriticalError",
+            "lastTimestamp": "2026-12-03T09:00:00Z",
+        },
+        {
+            "involvedObject": {"kind": "Node", "name": "m"},
+            "reason": "XidCriticalError",
+            "lastTimestamp": "2026-12-03T10:00:05Z",
+        },
+        {
+            "involvedObject": {"kind": "Node", "name": "n"},
+            "reason": "GPUDriverUpgrade",
+            "lastTimestamp": "2026-12-03T10:00:05Z",
+        },
+    ]
+    assert P.xid_events(events, "n", "2026-12-03T10:00:00Z") == [events[0]]
+
+
+def test_dcgm_xid_errors_are_read_per_hostname():
+    text = "\n".join(
+        [
+            "# HELP DCGM_FI_DEV_XID_ERRORS last xid",
+            'DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="n1",UUID="a"} 79',
+            'DCGM_FI_DEV_XID_ERRORS{gpu="1",Hostname="n1",UUID="b"} 0',
+            'DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="n2",UUID="c"} 0',
+            'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="n2"} 40',
+        ]
+    )
+    assert P.dcgm_xid_by_node(text) == {"n1": [79]}
