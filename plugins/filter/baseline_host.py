@@ -29,6 +29,13 @@ options:
         C(cuda_version), C(toolkit_env), C(skip), C(severity), C(user_checks) (the role's C(gpu_baseline_*) variables).
     type: dict
     required: true
+  user_checks:
+    description:
+      - User checks given apart from the options (the role passes C(gpu_baseline_user_checks) so), so that a
+        check's C(failed) template is rendered only when the check is evaluated. Replaces C(user_checks) in the
+        options when given.
+    type: list
+    elements: dict
 """
 
 EXAMPLES = r"""
@@ -54,12 +61,13 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._baseline impo
     BaselineError,
     evaluate_host,
     options,
+    with_user_checks,
 )
 
 
-def baseline_host(ctx, opts):
+def baseline_host(ctx, opts, user_checks=None):
     try:
-        return evaluate_host(dict(ctx or {}), options(opts))
+        return evaluate_host(dict(ctx or {}), options(with_user_checks(opts, user_checks)))
     except BaselineError as exc:
         raise AnsibleFilterError(str(exc)) from None
 

@@ -23,6 +23,13 @@ options:
     description: The options (the role's C(gpu_baseline_*) variables without the prefix).
     type: dict
     required: true
+  user_checks:
+    description:
+      - User checks given apart from the options (the role passes C(gpu_baseline_user_checks) so), so that a
+        check's C(failed) template is rendered only when the check is evaluated. Replaces C(user_checks) in the
+        options when given.
+    type: list
+    elements: dict
 """
 
 EXAMPLES = r"""
@@ -44,12 +51,13 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._baseline impo
     catalogue,
     options,
     target_driver,
+    with_user_checks,
 )
 
 
-def baseline_options(raw):
+def baseline_options(raw, user_checks=None):
     try:
-        opts = options(raw)
+        opts = options(with_user_checks(raw, user_checks))
     except BaselineError as exc:
         raise AnsibleFilterError(str(exc)) from None
     checks = [dict(c, severity=opts["severity"].get(c["id"], c["severity"])) for c in catalogue()]

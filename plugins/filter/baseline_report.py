@@ -32,6 +32,13 @@ options:
     description: The same options as P(gpuops.gpu_operator.baseline_host#filter).
     type: dict
     required: true
+  user_checks:
+    description:
+      - User checks given apart from the options (the role passes C(gpu_baseline_user_checks) so), so that a
+        check's C(failed) template is rendered only when the check is evaluated. Replaces C(user_checks) in the
+        options when given.
+    type: list
+    elements: dict
 """
 
 EXAMPLES = r"""
@@ -52,12 +59,17 @@ _value:
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._baseline import BaselineError, markdown, report  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._baseline import (  # noqa: E402
+    BaselineError,
+    markdown,
+    report,
+    with_user_checks,
+)
 
 
-def baseline_report(hosts, cluster, opts):
+def baseline_report(hosts, cluster, opts, user_checks=None):
     try:
-        rep = report(dict(hosts or {}), cluster, opts)
+        rep = report(dict(hosts or {}), cluster, with_user_checks(opts, user_checks))
     except BaselineError as exc:
         raise AnsibleFilterError(str(exc)) from None
     rep["markdown"] = markdown(rep)

@@ -153,6 +153,17 @@ def options(raw):
     return opts
 
 
+def with_user_checks(raw, user_checks):
+    """``raw`` with ``user_checks`` given apart: the role passes them apart so that Ansible templates a check's
+    ``failed`` only when a check reads it (on the host, after the facts are gathered), never when the options
+    are stored."""
+    if user_checks is None:
+        return raw
+    out = dict(raw or {})
+    out["user_checks"] = user_checks
+    return out
+
+
 def target_driver(opts):
     return opts["driver_version"] or compat.default_driver(opts["operator_version"])
 

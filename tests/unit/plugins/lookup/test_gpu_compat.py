@@ -65,3 +65,11 @@ def test_baseline_report_carries_markdown():
 def test_unknown_kind_is_an_error():
     with pytest.raises(AnsibleLookupError, match="kind='os'"):
         lookup("v26.7.0", kind="os")
+
+
+def test_user_checks_given_apart_replace_those_in_the_options():
+    checks = [{"id": "site.x", "failed": True, "evidence": "x is off", "fix": "turn x on"}]
+    res = baseline_host({}, {"user_checks": [{"id": "site.y", "failed": False}]}, checks)
+    ids = [r["id"] for r in res["results"]]
+    assert "site.x" in ids and "site.y" not in ids
+    assert [f["id"] for f in res["findings"] if f["id"].startswith("site.")] == ["site.x"]
