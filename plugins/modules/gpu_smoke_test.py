@@ -251,7 +251,7 @@ def argspec():
             "tolerations": {"type": "list", "elements": "dict"},
             "pod_labels": {"type": "dict", "default": {}},
             "runtime_class_name": {"type": "str"},
-            "image_pull_secrets": {"type": "list", "elements": "str"},
+            "image_pull_secrets": {"type": "list", "elements": "str", "no_log": False},  # names of Secrets, not secrets
             "namespace": {"type": "str", "default": "default"},
             "concurrency": {"type": "int", "default": 10},
             "timeout": {"type": "int", "default": 300},
