@@ -119,11 +119,12 @@ integration: collection-root sim-binaries nvml prometheus chromium
 		cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/python -m pytest tests/integration -p no:cacheprovider -q; \
 	else echo "integration: tests/integration does not exist yet, nothing to run"; fi
 
-# Role scenarios share the `default` scenario's control plane (extensions/molecule/config.yml).
+# Role scenarios share the `default` scenario's control plane (extensions/molecule/config.yml). Molecule finds that
+# shared config by itself only when run from a collection root, and the scenarios are run from extensions/, so -c names it.
 MOLECULE_SCENARIOS = $(filter-out default,$(notdir $(patsubst %/molecule.yml,%,$(wildcard $(REPO)/extensions/molecule/*/molecule.yml))))
 molecule: collection-root sim-binaries
 	@if [ -n "$(MOLECULE_SCENARIOS)" ]; then \
-		cd $(REPO)/extensions && $(ANSIBLE_ENV) $(VENV)/bin/molecule test --all; \
+		cd $(REPO)/extensions && $(ANSIBLE_ENV) $(VENV)/bin/molecule -c molecule/config.yml test --all; \
 	else echo "molecule: no role scenarios exist yet (only extensions/molecule/default), nothing to run"; fi
 
 changelog-lint: venv
