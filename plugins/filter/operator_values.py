@@ -37,8 +37,9 @@ options:
     elements: str
   pools:
     description:
-      - Node pools by name - C({labels: {...}, taints: [{key, value, effect}], mig_config: all-1g.10gb}).
-        Host variables add to (labels, taints) or override (C(gpu_mig_config)) their pool's.
+      - Node pools by name, each a dictionary with C(labels) (dictionary), C(taints) (list of C(key), C(value),
+        C(effect)) and C(mig_config) (a C(nvidia.com/mig.config) name such as V(all-1g.10gb)).
+      - Host variables add to (labels, taints) or override (C(gpu_mig_config)) their pool's.
     type: dict
 """
 

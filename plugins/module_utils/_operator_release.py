@@ -343,7 +343,7 @@ class OperatorRelease:
             elif operator_version(target) < operator_version(current):
                 self.warnings.append("downgrading %s -> %s because force is set" % (current, target))
         chart_defaults = self.helm.show_values(chart, target)
-        deployed_values = self.helm.get_values(p.release_name, p.release_namespace) if deployed else {}
+        deployed_values = self.helm.get_values(p.release_name, p.release_namespace) if deployed else None
         try:
             values, reasons = effective_values(
                 chart_defaults, p.user_values(), p.fleet, self.cluster_facts(), deployed_values
@@ -355,6 +355,7 @@ class OperatorRelease:
         names = [c["metadata"]["name"] for c in target_crds]
         crds = crd_changes(target_crds, self.live_crds(names))
         values_diff = value_changes(_normalised(deployed_values), values) if deployed else []
+        deployed_values = deployed_values or {}
         healthy = deployed is not None and deployed.get("status") == "deployed"
         if not deployed:
             action = "install"

@@ -274,7 +274,8 @@ def effective_values(chart_defaults, user_values, fleet=None, cluster=None, depl
     ``fleet`` is :func:`fleet_plan`'s result (``values`` and ``taints`` are used); ``cluster`` has
     ``nfd_labels`` (bool: some node carries an NFD label) and ``service_monitor_crd`` (bool), either None when
     not detected; ``deployed_values`` are the user-supplied values of the deployed release, if any (so that a
-    decision taken at install time, like ``nfd.enabled``, stays put once our own NFD labels the nodes).
+    decision taken at install time, like ``nfd.enabled``, stays put once our own NFD labels the nodes); None when
+    no release is installed.
     """
     fleet = fleet or {}
     cluster = cluster or {}
@@ -287,9 +288,12 @@ def effective_values(chart_defaults, user_values, fleet=None, cluster=None, depl
             if base is not None:
                 continue  # the user's list wins whole
             auto = deep_merge(auto, nest(path, with_tolerations(dig(chart_defaults, path, []), taints)))
-    previous_nfd = dig(deployed_values or {}, "nfd.enabled")
-    if previous_nfd is not None:
-        auto = deep_merge(auto, {"nfd": {"enabled": previous_nfd}})
+    if deployed_values is not None:
+        # An installed release keeps its NFD decision: once its own NFD runs, the labels are ours; and a release
+        # installed with the chart default (NFD on) must not lose its NFD because NFD labelled the nodes.
+        previous_nfd = dig(deployed_values, "nfd.enabled")
+        if previous_nfd is not None:
+            auto = deep_merge(auto, {"nfd": {"enabled": previous_nfd}})
     elif cluster.get("nfd_labels") is True:
         auto = deep_merge(auto, {"nfd": {"enabled": False}})
         reasons.append("nfd.enabled=false: nodes already carry NFD labels (%s*)" % NFD_LABEL_PREFIX)

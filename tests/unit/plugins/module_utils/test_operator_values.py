@@ -184,6 +184,10 @@ class TestEffectiveValues:
         )
         assert values["nfd"] == {"enabled": True}
 
+    def test_an_installed_release_without_an_nfd_value_keeps_the_chart_default(self):
+        values, _ = effective_values(CHART_DEFAULTS, {}, cluster={"nfd_labels": True}, deployed_values={})
+        assert "nfd" not in values
+
     def test_no_nfd_labels_leaves_the_chart_default(self):
         values, _ = effective_values(CHART_DEFAULTS, {}, cluster={"nfd_labels": False})
         assert "nfd" not in values
