@@ -319,18 +319,33 @@ class Canary:
         return plan, record, nodes, cp
 
     # ------------------------------------------------------------------------------------------ prepare
-    def ensure_tolerations(self, cp):
-        """Every operand (ClusterPolicy ``daemonsets.tolerations``) and the NFD worker tolerate the canary taint."""
+    def ensure_tolerations(self, cp, hold_operands=False):
+        """Every operand (ClusterPolicy ``daemonsets.tolerations``) and the NFD worker tolerate the canary taint.
+
+        With ``hold_operands`` the operand DaemonSets also switch to ``OnDelete`` in the same patch, so that neither
+        the new toleration nor a chart upgrade restarts operands on nodes outside the current wave
+        (:meth:`roll_operands` renews them wave by wave)."""
         changed = False
         dsspec = (cp.get("spec") or {}).get("daemonsets") or {}
         tols, need = P.with_toleration(dsspec.get("tolerations"), self.taint_key, self.taint_effect)
-        if need:
+        patch = {"tolerations": tols} if need else {}
+        if hold_operands and dsspec.get("updateStrategy") != "OnDelete":
+            patch["updateStrategy"] = "OnDelete"
+        if patch:
             self._write(
-                "ClusterPolicy %s: add toleration %s:%s to spec.daemonsets.tolerations"
-                % (P.name_of(cp), self.taint_key, self.taint_effect),
+                "ClusterPolicy %s: set spec.daemonsets %s"
+                % (
+                    P.name_of(cp),
+                    " and ".join(
+                        ("toleration %s:%s" % (self.taint_key, self.taint_effect))
+                        if k == "tolerations"
+                        else "updateStrategy=OnDelete"
+                        for k in sorted(patch)
+                    ),
+                ),
                 "PATCH",
                 "/apis/nvidia.com/v1/clusterpolicies/%s" % quote(P.name_of(cp), safe=""),
-                {"spec": {"daemonsets": {"tolerations": tols}}},
+                {"spec": {"daemonsets": patch}},
             )
             changed = True
         for ds in self.nfd_daemonsets():
@@ -381,12 +396,14 @@ class Canary:
                     changed = True
         return changed
 
-    def prepare(self, record, nodes, cp, policy):
+    def prepare(self, record, nodes, cp, policy, hold_operands=False):
         """Tolerations first, then the skip label on every node that is not proven, then the target version.
 
         Nothing moves after this: the operator's upgrade controller leaves skip-labelled nodes in upgrade-required.
         """
-        self.ensure_tolerations(cp)
+        if hold_operands and "operand_strategy" not in record:
+            record["operand_strategy"] = ((cp.get("spec") or {}).get("daemonsets") or {}).get("updateStrategy")
+        self.ensure_tolerations(cp, hold_operands)
         proven = {n for w in record["waves"] if w.get("status") == P.WAVE_PROVEN for n in w["nodes"]}
         hold = [n for w in record["waves"] for n in w["nodes"] if n not in proven] + list(record.get("unplanned") or [])
         by_name = {P.name_of(n): n for n in nodes}
@@ -529,6 +546,7 @@ class Canary:
             msg = "%s failed: %s" % (wave["name"], "; ".join("%s: %s" % kv for kv in sorted(failed.items())))
             self.abort(record, index, failed, msg)
             raise CanaryAbort(msg, wave=index, failed=failed)
+        rolled = self.roll_operands(members)
         failed, proof = self.prove(members, target, wave["started"], opts)
         if failed:
             msg = "%s failed its proof: %s" % (wave["name"], "; ".join("%s: %s" % kv for kv in sorted(failed.items())))
@@ -536,7 +554,59 @@ class Canary:
             raise CanaryAbort(msg, wave=index, failed=failed)
         wave["status"] = P.WAVE_UPGRADED
         self.save_record(record)
-        return {"wave": wave, "nodes": proof, "evicted": evicted, "upgrade": results, "skipped": False}
+        return {
+            "wave": wave,
+            "nodes": proof,
+            "evicted": evicted,
+            "operands_renewed": rolled,
+            "upgrade": results,
+            "skipped": False,
+        }
+
+    def roll_operands(self, members):
+        """Delete the operand pods on ``members`` whose images differ from their ``OnDelete`` DaemonSet's template
+        (the driver excepted: the upgrade controller renews it); the DaemonSet controller recreates them."""
+        members = set(members)
+        dss = self.client.list_all(
+            "/apis/apps/v1/namespaces/%s/daemonsets" % quote(self.ns, safe=""),
+            page_size=self.page_size,
+            what="list DaemonSets in %s" % self.ns,
+        )[0]
+        pods = None
+        renewed = []
+        for ds in dss:
+            spec = ds.get("spec") or {}
+            if ((spec.get("updateStrategy") or {}).get("type")) != "OnDelete":
+                continue
+            tmpl = spec.get("template") or {}
+            if P.labels_of(tmpl).get("app.kubernetes.io/component") == "nvidia-driver":
+                continue
+            want = [c.get("image") for c in ((tmpl.get("spec") or {}).get("containers") or [])]
+            match = ((spec.get("selector") or {}).get("matchLabels")) or {}
+            if not match:
+                continue
+            if pods is None:
+                pods = self.operator_pods()
+            for pod in pods:
+                md = pod.get("metadata") or {}
+                if (pod.get("spec") or {}).get("nodeName") not in members or md.get("deletionTimestamp"):
+                    continue
+                if any(P.labels_of(pod).get(k) != v for k, v in match.items()):
+                    continue
+                have = [c.get("image") for c in ((pod.get("spec") or {}).get("containers") or [])]
+                if have == want:
+                    continue
+                change = "renew operand pod %s/%s on node %s (%s)" % (
+                    self.ns,
+                    md.get("name"),
+                    pod["spec"]["nodeName"],
+                    ", ".join(w for w in want if w not in have) or "new template",
+                )
+                self.changes.append(change)
+                if not self.check_mode:
+                    self.client.delete_pod(self.ns, md.get("name"))
+                renewed.append("%s/%s" % (self.ns, md.get("name")))
+        return renewed
 
     def wait_upgraded(self, members, target, timeout):
         """Wait until every member is upgraded; returns ``(failed {node: why}, status {node: detail})``.
@@ -625,6 +695,17 @@ class Canary:
         wave["finished"] = utc_now(self.clock)
         if P.next_wave(record) is None:
             record["phase"] = "done"
+            if "operand_strategy" in record:
+                cp = self.cluster_policy()
+                have = (((cp or {}).get("spec") or {}).get("daemonsets") or {}).get("updateStrategy")
+                if cp and have != record["operand_strategy"]:
+                    self._write(
+                        "ClusterPolicy %s: restore spec.daemonsets.updateStrategy=%s"
+                        % (P.name_of(cp), record["operand_strategy"] or "(default)"),
+                        "PATCH",
+                        "/apis/nvidia.com/v1/clusterpolicies/%s" % quote(P.name_of(cp), safe=""),
+                        {"spec": {"daemonsets": {"updateStrategy": record["operand_strategy"]}}},
+                    )
             still = []
             for n in record.get("skip_labelled") or []:
                 if n in by_name and n not in (record.get("unplanned") or []):

@@ -390,7 +390,8 @@ def gate(nodes, pods, pdbs, planned, record, taint_key, wait_selector=""):
                 "node %s is in upgrade-failed from an earlier upgrade; fix it and relabel it "
                 "%s=upgrade-required (or exclude it) before a canary upgrade" % (n, UPGRADE_STATE_LABEL)
             )
-        if (node.get("spec") or {}).get("unschedulable") and state not in IN_PROGRESS_STATES:
+        # the upgrade controller cordons the nodes it works on, and leaves a failed one cordoned
+        if (node.get("spec") or {}).get("unschedulable") and state not in IN_PROGRESS_STATES | {"upgrade-failed"}:
             cordoned.append(n)
             failures.append(
                 "node %s is cordoned by someone else (no upgrade in progress); it counts against the upgrade "

@@ -111,9 +111,17 @@ options:
   upgrade_policy:
     description:
       - Keys merged into the ClusterPolicy's C(spec.driver.upgradePolicy) by O(step=prepare), for example
-        V({autoUpgrade: true, maxParallelUpgrades: 0, maxUnavailable: "100%"}).
+        C(autoUpgrade), C(maxParallelUpgrades) (V(0) is unlimited) and C(maxUnavailable) (a count or a percentage).
     type: dict
     default: {autoUpgrade: true}
+  hold_operands:
+    description:
+      - With V(true), O(step=prepare) switches the operand DaemonSets to C(OnDelete) (ClusterPolicy
+        C(spec.daemonsets.updateStrategy)), so that neither the canary toleration nor a chart upgrade restarts operands
+        outside the current wave; O(step=wave) renews the operand pods of its nodes whose images differ from their
+        DaemonSet's, and the last O(step=finish_wave) restores the original strategy.
+    type: bool
+    default: true
   wave:
     description: Index of the wave (RV(plan.waves[].index)) for O(step=wave) and O(step=finish_wave).
     type: int
@@ -255,6 +263,7 @@ def argspec():
         operator_namespace=dict(type="str", default="gpu-operator"),
         record_name=dict(type="str", default="gpuops-canary-upgrade"),
         upgrade_policy=dict(type="dict", default={"autoUpgrade": True}),
+        hold_operands=dict(type="bool", default=True),
         wave=dict(type="int"),
         eviction=dict(type="str", default="evict", choices=["evict", "wait", "none"]),
         wait_for_completion_selector=dict(type="str", default=""),
@@ -307,7 +316,7 @@ def execute(module, client, clock=time.time, sleep=time.sleep):
             raise CanaryAbort("the gate failed: " + "; ".join(plan["gate"]["failures"]))
         policy = dict(p["upgrade_policy"] or {})
         policy.setdefault("autoUpgrade", True)
-        canary.prepare(record, nodes, cp, policy)
+        canary.prepare(record, nodes, cp, policy, hold_operands=p["hold_operands"])
     elif step == "wave":
         opts = {
             "driver_version": p["driver_version"],

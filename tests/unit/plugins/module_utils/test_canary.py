@@ -60,6 +60,7 @@ class FakeAPI:
             "spec": {"driver": {"version": driver, "upgradePolicy": {"autoUpgrade": True}}, "daemonsets": {}},
         }
         self.cm = None
+        self.daemonsets = []
 
     def operator_step(self):
         target = self.cp["spec"]["driver"]["version"]
@@ -73,9 +74,11 @@ class FakeAPI:
                 continue
             elif n in self.failing:
                 lab[STATE] = "upgrade-failed"
+                node["spec"]["unschedulable"] = True  # the controller cordoned it and leaves it cordoned
             else:
                 lab[STATE] = "upgrade-done"
                 lab[P.DRIVER_VERSION_LABEL] = target
+                node["spec"].pop("unschedulable", None)
 
     # reads ---------------------------------------------------------------------------------------
     def list_core(self, resource, namespace=None, **_kw):
@@ -103,6 +106,8 @@ class FakeAPI:
 
     def list_all(self, path, **_kw):
         self.requests += 1
+        if path.endswith("/daemonsets") and "label_selector" not in _kw:
+            return copy.deepcopy(self.daemonsets), {}
         return [], {}
 
     def list_custom(self, group, version, plural, **_kw):
@@ -131,6 +136,10 @@ class FakeAPI:
         elif "clusterpolicies" in path:
             merge(self.cp, body)
         return {}
+
+    def delete_pod(self, namespace, name, grace_period_seconds=0):
+        self.writes.append(("DELETE", namespace + "/" + name, "delete pod"))
+        return True
 
     def send(self, method, path, body=None, what=None, accept_statuses=()):
         self.requests += 1
@@ -189,7 +198,9 @@ def test_prepare_makes_the_operands_tolerate_then_holds_every_node_then_records_
     _plan, rec, nodes, cp = planned(api, c)
     c.prepare(rec, nodes, cp, {"autoUpgrade": True, "maxParallelUpgrades": 0})
     whats = [w[2] for w in api.writes]
-    assert whats[0].startswith("ClusterPolicy cluster-policy: add toleration gpuops.io/canary-upgrade:NoSchedule")
+    assert (
+        whats[0] == "ClusterPolicy cluster-policy: set spec.daemonsets toleration gpuops.io/canary-upgrade:NoSchedule"
+    )
     assert [w for w in whats[1:7] if "skip label" in w] == whats[1:7]
     assert whats[7].startswith("save the progress record")
     assert whats[8].startswith("ClusterPolicy cluster-policy: set spec.driver") and "version=610.1" in whats[8]
@@ -323,3 +334,37 @@ def test_an_empty_canary_pool_and_unknown_canary_nodes_are_errors_naming_the_fix
         canary(api).plan("610.1", None, ["nope"], "", ["100%"])
     with pytest.raises(P.PlanError, match="canary pool is empty"):
         canary(api).plan("610.1", None, [], "gpuops.io/canary=true", ["100%"])
+
+
+def test_held_operands_switch_to_on_delete_are_renewed_per_wave_and_the_strategy_is_restored():
+    api = FakeAPI(NAMES)
+    api.cp["spec"]["daemonsets"]["updateStrategy"] = "RollingUpdate"
+    api.daemonsets = [
+        {
+            "metadata": {"name": "nvidia-operator-validator"},
+            "spec": {
+                "updateStrategy": {"type": "OnDelete"},
+                "selector": {"matchLabels": {"app": "nvidia-operator-validator"}},
+                "template": {
+                    "metadata": {"labels": {"app": "nvidia-operator-validator"}},
+                    "spec": {"containers": [{"image": "validator:v2"}]},
+                },
+            },
+        }
+    ]
+    c = canary(api)
+    _plan, rec, nodes, cp = planned(api, c)
+    c.prepare(rec, nodes, cp, {}, hold_operands=True)
+    assert api.writes[0][2] == (
+        "ClusterPolicy cluster-policy: set spec.daemonsets toleration gpuops.io/canary-upgrade:NoSchedule and "
+        "updateStrategy=OnDelete"
+    )
+    assert api.cp["spec"]["daemonsets"]["updateStrategy"] == "OnDelete"
+    assert record(api)["operand_strategy"] == "RollingUpdate"
+    out = c.run_wave(rec, 0, {"policy": "evict"})
+    # the fake's validator pods carry no image: every one on the wave's nodes differs from the template
+    assert out["operands_renewed"] == ["gpu-operator/val-a-0", "gpu-operator/val-h-0"]
+    c.finish_wave(rec, 0, True)
+    c.run_wave(rec, 1, {"policy": "evict"})
+    c.finish_wave(rec, 1, True)
+    assert api.cp["spec"]["daemonsets"]["updateStrategy"] == "RollingUpdate"

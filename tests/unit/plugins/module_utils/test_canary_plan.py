@@ -141,7 +141,7 @@ def test_label_selectors(selector, labels, match):
 def test_the_gate_fails_on_a_foreign_upgrade_failure_and_a_foreign_cordon_but_not_on_its_own():
     nodes = [
         node("old-failure", "upgrade-failed"),
-        node("ours", "upgrade-failed", annotations={P.FAILED_ANNOTATION: "earlier canary"}),
+        node("ours", "upgrade-failed", unschedulable=True, annotations={P.FAILED_ANNOTATION: "earlier canary"}),
         node("cordoned", "upgrade-done", unschedulable=True),
         node("upgrading", "wait-for-jobs-required", unschedulable=True),
         node("not-planned", "upgrade-failed", unschedulable=True),

@@ -1,0 +1,268 @@
+"""Benchmark: a canary upgrade of 100 GPU nodes in waves vs the simulator's floor, and the abort latency.
+
+* floor: the simulated operator's upgrade controller alone moving every GPU node to a new driver at once
+  (ClusterPolicy ``spec.driver.version`` patched, ``maxParallelUpgrades: 0``, ``maxUnavailable: 100%``, no skip
+  labels) until every node is ``upgrade-done`` on it. No canary procedure can beat it.
+* canary: ``_canary.Canary`` in-process (the module's code path without Ansible's process start-up) - plan,
+  prepare, then per wave ``run_wave`` (taint, release, wait, cluster-side proof) and ``finish_wave``; waves
+  ``[canary, *--waves]``. Printed as ``canary / floor``; the extra is the waves' serialisation, the proof and the
+  polling.
+* abort latency: a new target with ``upgrade-failed`` injected on a canary node; from the moment a watcher sees
+  the node enter ``upgrade-failed`` to the moment ``run_wave`` raises ``CanaryAbort`` (after its abort writes).
+  Printed against ``--poll`` (one poll is the expected latency).
+
+The test bed is a temporary one (two pools of ``--nodes``/2 GPU nodes, the simulated operator, chart v26.7.0)
+unless ``--state-dir`` names a running bed that already has the chart installed.
+
+    .venv/bin/python bench/canary_upgrade.py [--nodes 100] [--waves 25% 100%] [--poll 1.0] [--repeat 1]
+
+Prints figures; never run from the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COLLECTIONS = ROOT / "build" / "collections"
+LINK = COLLECTIONS / "ansible_collections" / "gpuops" / "gpu_operator"
+if not LINK.exists():
+    LINK.parent.mkdir(parents=True, exist_ok=True)
+    LINK.symlink_to(ROOT)
+sys.path.insert(0, str(COLLECTIONS))
+sys.path.insert(0, str(ROOT))
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._canary import (  # noqa: E402
+    Canary,
+    CanaryAbort,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (  # noqa: E402
+    K8sClient,
+    load_configuration,
+)
+
+STATE = "nvidia.com/gpu-driver-upgrade-state"
+SKIP = "nvidia.com/gpu-driver-upgrade.skip"
+DRIVER = "nvidia.com/cuda.driver-version.full"
+NS = "gpu-operator"
+CP = "/apis/nvidia.com/v1/clusterpolicies/cluster-policy"
+MERGE = "application/merge-patch+json"
+
+PROFILE = """name: canary-bench
+description: canary upgrade benchmark ({n} GPU nodes in two pools)
+operator: simulated
+pools:
+  - {{name: cp, role: control-plane, count: 1, cpu: "8", memory: 32Gi}}
+  - name: h100
+    count: {h}
+    gpu: {{product: NVIDIA-H100-80GB-HBM3, count: 8, memory_mib: 81559}}
+    cpu: "192"
+    memory: 2Ti
+    os: {{id: ubuntu, version_id: "22.04"}}
+    kernel: 5.15.0-105-generic
+  - name: a100
+    count: {a}
+    gpu: {{product: NVIDIA-A100-SXM4-80GB, count: 8, memory_mib: 81920}}
+    cpu: "128"
+    memory: 1Ti
+    os: {{id: ubuntu, version_id: "22.04"}}
+    kernel: 5.15.0-105-generic
+"""
+
+
+def sim(*args, timeout=1800):
+    return subprocess.run(
+        [sys.executable, "-m", "tests.sim", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
+
+
+class Bed:
+    def __init__(self, state_dir):
+        self.state = json.loads((Path(state_dir) / "state.json").read_text())
+        self.kubeconfig = self.state["kubeconfig"]
+        self.client = K8sClient(load_configuration(kubeconfig=self.kubeconfig), timeout=60)
+
+    def nodes(self):
+        return [
+            n
+            for n in self.client.list_core("nodes", page_size=2000)
+            if (n["metadata"].get("labels") or {}).get("feature.node.kubernetes.io/pci-10de.present") == "true"
+        ]
+
+    def patch(self, path, body):
+        self.client.send_typed("PATCH", path, body, content_type=MERGE)
+
+    def all_on(self, version):
+        nodes = self.nodes()
+        return all(
+            n["metadata"]["labels"].get(DRIVER) == version and n["metadata"]["labels"].get(STATE) == "upgrade-done"
+            for n in nodes
+        )
+
+    def wait(self, pred, timeout, what, interval=0.2):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if pred():
+                return
+            time.sleep(interval)
+        raise SystemExit("timed out after %ss waiting for %s" % (timeout, what))
+
+    def install(self, work):
+        env = dict(
+            os.environ,
+            HELM_CACHE_HOME=str(work / "c"),
+            HELM_CONFIG_HOME=str(work / "g"),
+            HELM_DATA_HOME=str(work / "d"),
+        )
+        r = subprocess.run(
+            [self.state["helm"], "upgrade", "--install", "gpu-operator", "gpu-operator", "--repo",
+             self.state["chart_repo_url"], "--version", "v26.7.0", "-n", NS, "--create-namespace", "--wait",
+             "--timeout", "1200s", "--kubeconfig", self.kubeconfig],
+            capture_output=True, text=True, env=env, timeout=1300, check=False,
+        )  # fmt: skip
+        if r.returncode:
+            raise SystemExit("helm install failed: " + r.stderr[-2000:])
+
+    def cp_ready(self):
+        cp = self.client.get_or_none(CP)
+        return bool(cp) and (cp.get("status") or {}).get("state") == "ready"
+
+    def clear(self):
+        """No canary leftovers: record, skip labels, taints, annotations, faults."""
+        self.client.send_typed(
+            "DELETE", "/api/v1/namespaces/%s/configmaps/gpuops-canary-upgrade" % NS, ok_statuses=(404,)
+        )
+        for n in self.nodes():
+            md = n["metadata"]
+            taints = [
+                t for t in (n.get("spec") or {}).get("taints") or [] if t.get("key") != "gpuops.io/canary-upgrade"
+            ]
+            labels = {SKIP: None}
+            if md["labels"].get(STATE) == "upgrade-failed":
+                labels[STATE] = "upgrade-required"
+            self.patch(
+                "/api/v1/nodes/" + md["name"],
+                {
+                    "metadata": {
+                        "labels": labels,
+                        "annotations": {"sim.gpuops.io/fault": None, "gpuops.io/canary-upgrade-failed": None},
+                    },
+                    "spec": {"taints": taints or None},
+                },
+            )
+
+
+def floor(bed, version):
+    t0 = time.monotonic()
+    bed.patch(CP, {"spec": {"driver": {"version": version}}})
+    bed.wait(lambda: bed.all_on(version), 1800, "every node on %s" % version)
+    return time.monotonic() - t0
+
+
+def canary_run(bed, version, canary, waves, poll):
+    c = Canary(bed.client, poll=poll)
+    t0 = time.monotonic()
+    _plan, record, nodes, cp = c.plan(version, None, canary, "", waves)
+    c.prepare(record, nodes, cp, {"autoUpgrade": True}, hold_operands=True)
+    per_wave = []
+    for wave in record["waves"]:
+        w0 = time.monotonic()
+        c.run_wave(record, wave["index"], {"policy": "none", "wave_timeout": 1800, "proof_timeout": 300})
+        c.finish_wave(record, wave["index"], True)
+        per_wave.append((wave["name"], len(wave["nodes"]), time.monotonic() - w0))
+    return time.monotonic() - t0, per_wave, bed.client.requests
+
+
+def abort_latency(bed, version, canary, poll):
+    bed.patch("/api/v1/nodes/" + canary[0], {"metadata": {"annotations": {"sim.gpuops.io/fault": "upgrade-failed"}}})
+    seen = {}
+    stop = threading.Event()
+    watcher = K8sClient(load_configuration(kubeconfig=bed.kubeconfig), timeout=30)
+
+    def watch():
+        while not stop.is_set():
+            node = watcher.get("/api/v1/nodes/" + canary[0])
+            if node["metadata"]["labels"].get(STATE) == "upgrade-failed":
+                seen.setdefault("t", time.monotonic())
+                return
+            time.sleep(0.02)
+
+    th = threading.Thread(target=watch, daemon=True)
+    th.start()
+    c = Canary(bed.client, poll=poll)
+    _plan, record, nodes, cp = c.plan(version, None, canary, "", ["100%"])
+    c.prepare(record, nodes, cp, {"autoUpgrade": True}, hold_operands=True)
+    try:
+        c.run_wave(record, 0, {"policy": "none", "wave_timeout": 600})
+        raise SystemExit("the injected upgrade-failed did not abort the canary")
+    except CanaryAbort:
+        stopped = time.monotonic()
+    stop.set()
+    th.join(5)
+    if "t" not in seen:
+        raise SystemExit("the watcher never saw upgrade-failed")
+    return stopped - seen["t"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nodes", type=int, default=100)
+    ap.add_argument("--waves", nargs="+", default=["25%", "100%"])
+    ap.add_argument("--poll", type=float, default=1.0)
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--state-dir")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="canary-bench-"))
+    state_dir = args.state_dir
+    if not state_dir:
+        state_dir = str(tmp / "bed")
+        prof = tmp / "canary-bench.yml"
+        h = args.nodes // 2
+        prof.write_text(PROFILE.format(n=args.nodes, h=h, a=args.nodes - h))
+        t0 = time.monotonic()
+        r = sim("up", "--profile", str(prof), "--state-dir", state_dir)
+        if r.returncode:
+            raise SystemExit("test bed did not come up: " + r.stderr[-2000:])
+        print("test bed: %d GPU nodes up in %.1fs" % (args.nodes, time.monotonic() - t0))
+    try:
+        bed = Bed(state_dir)
+        if not bed.cp_ready():
+            t0 = time.monotonic()
+            bed.install(tmp)
+            bed.wait(bed.cp_ready, 1800, "ClusterPolicy ready", interval=1)
+            print("chart v26.7.0 installed and ready in %.1fs" % (time.monotonic() - t0))
+        names = sorted(n["metadata"]["name"] for n in bed.nodes())
+        canary = [next(n for n in names if n.startswith("a100")), next(n for n in names if n.startswith("h100"))]
+        floors, runs, lat = [], [], []
+        for i in range(args.repeat):
+            bed.clear()
+            floors.append(floor(bed, "611.%d.1" % i))
+            t, per_wave, requests = canary_run(bed, "611.%d.2" % i, canary, args.waves, args.poll)
+            runs.append(t)
+            for name, count, secs in per_wave:
+                print("  run %d %-7s %3d nodes %7.1fs" % (i + 1, name, count, secs))
+            print("  run %d: %d API requests" % (i + 1, requests))
+            lat.append(abort_latency(bed, "611.%d.3" % i, canary, args.poll))
+            bed.clear()
+            bed.wait(lambda v="611.%d.3" % i: bed.all_on(v), 900, "recovery")
+        f, c, a = statistics.median(floors), statistics.median(runs), statistics.median(lat)
+        print("floor (controller alone, all %d nodes at once): %.1fs (median of %d)" % (args.nodes, f, len(floors)))
+        print("canary upgrade (canary + waves %s): %.1fs (median)" % (" ".join(args.waves), c))
+        print("canary / floor = %.2fx" % (c / f))
+        print("abort latency: %.2fs = %.2f polls of %.1fs (median)" % (a, a / args.poll, args.poll))
+    finally:
+        if not args.state_dir:
+            sim("down", "--state-dir", state_dir)
+
+
+if __name__ == "__main__":
+    main()
