@@ -366,6 +366,8 @@ class Helm:
             "app_version": meta.get("appVersion") or meta.get("app_version"),
             "revision": meta.get("revision"),
             "status": meta.get("status"),
+            # helm v4: "ssa" (server-side apply) or "csa" (client-side, e.g. installed by helm v3); absent in v3
+            "apply_method": meta.get("applyMethod"),
         }
 
     def _cluster_failure(self, what, rc, out, err):
@@ -417,6 +419,7 @@ class Helm:
         timeout=600,
         force_conflicts=True,
         create_namespace=False,
+        apply_method=None,
     ):
         """``helm upgrade --install`` with exactly ``values_file`` (``--reset-values``), no CRD hook validation.
 
@@ -434,15 +437,24 @@ class Helm:
             args.append("--create-namespace")
         if self.major >= 4:
             args.append("--server-side=auto")
-            if force_conflicts:
+            if force_conflicts and self.server_side(apply_method):
                 args.append("--force-conflicts")
         return self.run(args, what="upgrade --install")
 
-    def rollback(self, name, namespace, revision, wait=True, timeout=600):
+    def server_side(self, apply_method):
+        """Whether helm v4 applies server-side for a release last applied with ``apply_method``.
+
+        ``--server-side=auto`` keeps a release's method: a release installed client-side (by helm v3, or with
+        ``--server-side=false``) stays client-side, where ``--force-conflicts`` is an error and not needed (the
+        three-way merge overwrites). A new release is applied server-side.
+        """
+        return self.major >= 4 and apply_method in (None, "ssa")
+
+    def rollback(self, name, namespace, revision, wait=True, timeout=600, apply_method=None):
         args = ["rollback", name, str(revision), "-n", namespace, "--timeout", "%ds" % timeout]
         if wait:
             args.append(self._wait_flag())
-        if self.major >= 4:
+        if self.server_side(apply_method):
             args.append("--force-conflicts")
         return self.run(args, what="rollback")
 

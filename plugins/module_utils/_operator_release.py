@@ -380,6 +380,8 @@ class OperatorRelease:
             "values_reasons": reasons,
             "previous_values": _normalised(deployed_values),
             "_chart": chart,
+            # a release written by helm v3 records no method; helm v4's --server-side=auto keeps it client-side
+            "_apply_method": (deployed.get("apply_method") or "csa") if deployed else None,
             "_crds": target_crds,
         }
 
@@ -424,6 +426,7 @@ class OperatorRelease:
                 timeout=p.timeout,
                 force_conflicts=p.force_conflicts,
                 create_namespace=p.create_namespace,
+                apply_method=plan["_apply_method"],
             )
         except HelmError as exc:
             self._recover(plan, exc)
@@ -444,7 +447,14 @@ class OperatorRelease:
             ) from exc
         revision = max(h["revision"] for h in good)
         try:
-            self.helm.rollback(p.release_name, p.release_namespace, revision, wait=p.wait, timeout=p.timeout)
+            self.helm.rollback(
+                p.release_name,
+                p.release_namespace,
+                revision,
+                wait=p.wait,
+                timeout=p.timeout,
+                apply_method=plan["_apply_method"],
+            )
         except HelmError as rb_exc:
             raise ReleaseError(
                 "helm upgrade to %s failed: %s; the rollback to revision %d failed too: %s"

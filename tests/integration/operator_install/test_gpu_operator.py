@@ -134,6 +134,16 @@ def test_helm_v4_takes_back_a_field_another_manager_changed(bed):
     assert bed.cluster_policy()["spec"]["driver"]["version"] == "580.126.21"
 
 
+def test_a_release_installed_by_helm_v3_is_upgraded_by_helm_v4(bed):
+    """helm v4 keeps a release's client-side apply; --force-conflicts would be rejected there, so it is not passed."""
+    bed.clean_slate()
+    bed.install("v25.10.1", helm=bed.t.helm3)
+    assert bed.release().get("applyMethod") in (None, "csa")  # helm v3 records no apply method
+    result = bed.install("v26.3.3", helm=bed.t.helm)
+    assert result["changed"] is True and result["release"]["chart_version"] == "v26.3.3"
+    assert result["release"]["status"] == "deployed"
+
+
 def test_readiness_failure_names_the_conditions_and_the_not_ready_operands_per_node(bed):
     bed.clean_slate()
     bed.install("v26.3.3")

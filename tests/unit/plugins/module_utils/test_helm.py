@@ -164,6 +164,17 @@ def test_upgrade_flags_per_helm_major(version, v4):
     assert ("--server-side=auto" in cmd) is v4
 
 
+def test_a_release_applied_client_side_gets_no_force_conflicts_on_v4():
+    """A release installed by helm v3 stays client-side under v4's --server-side=auto; --force-conflicts is invalid."""
+    m = FakeModule("v4.0.1")
+    h = helm(m)
+    h.upgrade("r", "ns", REPO, "v26.3.3", "/v", apply_method="csa")
+    h.rollback("r", "ns", 1, apply_method="csa")
+    assert "--force-conflicts" not in m.cmds("upgrade")[0] and "--force-conflicts" not in m.cmds("rollback")[0]
+    h.upgrade("r", "ns", REPO, "v26.3.3", "/v", apply_method="ssa")
+    assert "--force-conflicts" in m.cmds("upgrade")[1]
+
+
 def test_force_conflicts_can_be_turned_off_on_v4():
     m = FakeModule("v4.0.1")
     helm(m).upgrade("r", "ns", REPO, "v26.3.3", "/v", force_conflicts=False)

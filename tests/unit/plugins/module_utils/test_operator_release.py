@@ -111,7 +111,7 @@ class FakeHelm:
         if failed:
             raise HelmError(self.fail_upgrade)
 
-    def rollback(self, name, ns, revision, **kwargs):
+    def rollback(self, name, ns, revision, apply_method=None, **kwargs):
         self.log.append(("helm rollback", revision))
         if self.fail_rollback:
             raise HelmError(self.fail_rollback)
@@ -331,6 +331,21 @@ def test_an_unsupported_jump_is_refused_before_any_write(bed):
         run(bed, chart_version="v26.7.0")
     assert "skips the major release(s) 26.3" in exc.value.msg and exc.value.details["refused"] is True
     assert len(writes(log)) == before
+
+
+def test_an_existing_release_without_an_apply_method_is_upgraded_client_side(bed):
+    _, helm, _ = bed
+    run(bed)
+    seen = {}
+    original = helm.upgrade
+
+    def upgrade(*args, **kwargs):
+        seen.update(kwargs)
+        return original(*args, **kwargs)
+
+    helm.upgrade = upgrade
+    run(bed, chart_version="v26.3.3")
+    assert seen["apply_method"] == "csa"  # what helm v3 wrote; helm v4 keeps it, so no --force-conflicts
 
 
 def test_a_downgrade_is_refused_without_force_and_done_with_it(bed):
