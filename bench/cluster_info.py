@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -98,6 +99,34 @@ def per_node_loop(kubeconfig, fresh_connections=False):
             if fresh_connections:
                 client._pool.clear()
     return requests, len(names), pods
+
+
+def kubectl_loop(kubeconfig, sample):
+    """The per-node loop as scripts run it: two `kubectl` processes per GPU node (`get node X`, `get pods -A
+    --field-selector spec.nodeName=X`), timed on the first `sample` nodes and scaled to every GPU node."""
+    kubectl = shutil.which("kubectl")
+    if not kubectl or sample < 1:
+        return None
+    c = new_client(kubeconfig)
+    names = [
+        n["metadata"]["name"]
+        for n in c.list_core("nodes", label_selector="feature.node.kubernetes.io/pci-10de.present=true")
+    ]
+    picked = names[:sample]
+    t0 = time.perf_counter()
+    pods = 0
+    for name in picked:
+        base = [kubectl, "--kubeconfig", kubeconfig, "-o", "json"]
+        subprocess.run([*base, "get", "node", name], capture_output=True, check=True, timeout=120)
+        out = subprocess.run(
+            [*base, "get", "pods", "-A", "--field-selector", "spec.nodeName=%s" % name],
+            capture_output=True,
+            check=True,
+            timeout=120,
+        )
+        pods += len(json.loads(out.stdout)["items"])
+    secs = (time.perf_counter() - t0) * len(names) / len(picked)
+    return secs, (2 * len(names), len(names), pods * len(names) // len(picked))
 
 
 def typed_models(kubeconfig):
@@ -211,7 +240,13 @@ def main():
     ap.add_argument("--state-dir", help="a running test bed (python -m tests.sim up --profile scale-1000)")
     ap.add_argument("--operands-per-node", type=int, default=7, choices=range(0, len(OPERANDS) + 1))
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--skip-loop", action="store_true", help="skip the (slow) per-node loop")
+    ap.add_argument("--skip-loop", action="store_true", help="skip the (slow) per-node loops")
+    ap.add_argument(
+        "--kubectl-sample",
+        type=int,
+        default=50,
+        help="nodes the kubectl loop is timed on (scaled to all GPU nodes); 0 skips it",
+    )
     opts = ap.parse_args()
 
     owned = None
@@ -255,6 +290,9 @@ def main():
         if not opts.skip_loop:
             rows["per-node loop"] = timed(per_node_loop, sa, 1)
             rows["per-node loop, new connection per call"] = timed(lambda k: per_node_loop(k, True), sa, 1)
+            measured = kubectl_loop(sa, opts.kubectl_sample)
+            if measured:
+                rows["per-node kubectl loop (%d sampled, scaled)" % opts.kubectl_sample] = measured
 
         base, base_reqs = rows["floor"][0], rows["floor"][1][0]
         mod, reqs = rows["gpu_cluster_info"][0], rows["gpu_cluster_info"][1][0]
@@ -268,16 +306,20 @@ def main():
             % (ratio, reqs, base_reqs, "PASS" if ratio <= 1.5 else "FAIL")
         )
         if "per-node loop" in rows:
-            # Scripts run one kubectl process per call, so every call opens a new connection: that is the loop the
-            # target is about; the kept-alive loop is the loop's best case, printed alongside.
-            loop_secs, (loop_reqs, _n, _p) = rows["per-node loop, new connection per call"]
+            # What existing scripts do is a kubectl process per call: the target is judged on that loop when
+            # kubectl is installed (timed on a sample, scaled), else on the loop with a new connection per call
+            # (what each kubectl process opens, without its start-up). The kept-alive loop is the loop's best case.
+            kubectl_rows = [k for k in rows if k.startswith("per-node kubectl loop")]
+            target_row = kubectl_rows[0] if kubectl_rows else "per-node loop, new connection per call"
+            loop_secs, (loop_reqs, _n, _p) = rows[target_row]
             speed = loop_secs / mod
             print(
-                "  per-node loop / gpu_cluster_info   = %.1fx  (%d vs %d requests, a new connection per call as "
-                "kubectl makes; target >= 20x: %s)" % (speed, loop_reqs, reqs, "PASS" if speed >= 20 else "FAIL")
+                "  %-34s = %.1fx  (%d vs %d requests; target >= 20x: %s)"
+                % (target_row + " / gpu_cluster_info", speed, loop_reqs, reqs, "PASS" if speed >= 20 else "FAIL")
             )
-            kept = rows["per-node loop"][0] / mod
-            print("    with one kept-alive connection   = %.1fx" % kept)
+            for other in ("per-node loop, new connection per call", "per-node loop"):
+                if other != target_row:
+                    print("    %-32s = %.1fx" % (other + " / module", rows[other][0] / mod))
         else:
             print("  per-node loop / gpu_cluster_info   = not measured (--skip-loop)")
         print(
