@@ -68,6 +68,7 @@ class Canary:
         self.poll = poll
         self.page_size = page_size
         self.changes = []
+        self._stored = None
 
     # ------------------------------------------------------------------------------------------ reads
     def nodes(self):
@@ -109,7 +110,13 @@ class Canary:
         return "/api/v1/namespaces/%s/configmaps/%s" % (quote(self.ns, safe=""), quote(self.cm_name, safe=""))
 
     def read_record(self):
-        return P.decode_record(self.client.get_or_none(self.cm_path(), what="read ConfigMap %s" % self.cm_name))
+        record = P.decode_record(self.client.get_or_none(self.cm_path(), what="read ConfigMap %s" % self.cm_name))
+        self._stored = self._content(record)
+        return record
+
+    @staticmethod
+    def _content(record):
+        return None if record is None else P.encode_record(dict(record, updated=None))
 
     # ------------------------------------------------------------------------------------------ writes
     def _write(self, change, method, path, body, content_type=MERGE, query=None):
@@ -119,6 +126,10 @@ class Canary:
         return self.client.send_typed(method, path, body, query=query, content_type=content_type, what=change)
 
     def save_record(self, record):
+        """Write the record when its content changed (so a repeated step changes nothing)."""
+        if self._content(record) == self._stored:
+            return
+        self._stored = self._content(record)
         record["updated"] = utc_now(self.clock)
         body = {
             "apiVersion": "v1",
@@ -760,6 +771,16 @@ class Canary:
                 self.annotate_node(node, {P.FAILED_ANNOTATION: None}, "clear the failure (rollback)")
             if P.labels_of(node).get(UPGRADE_STATE_LABEL) == "upgrade-failed":
                 self.label_node(node, {UPGRADE_STATE_LABEL: "upgrade-required"}, "retry towards the old driver")
+                # the controller cordoned it for the failed upgrade; with the old driver still in place it may not
+                # walk the states again, so restore the cordon state it recorded before its first cordon
+                initial = P.annotations_of(node).get(P.INITIAL_UNSCHEDULABLE_ANNOTATION)
+                if initial == "false" and (node.get("spec") or {}).get("unschedulable"):
+                    self._write(
+                        "node %s: uncordon (schedulable before the failed upgrade)" % n,
+                        "PATCH",
+                        self.node_path(n),
+                        {"spec": {"unschedulable": None}},
+                    )
         for n in record.get("skip_labelled") or []:
             if n in by_name:
                 self.label_node(by_name[n], {UPGRADE_SKIP_LABEL: None}, "rollback (remove skip label)")

@@ -27,6 +27,8 @@ RECORD_KEY = "record"
 DEFAULT_TAINT_KEY = "gpuops.io/canary-upgrade"
 FAILED_ANNOTATION = "gpuops.io/canary-upgrade-failed"
 DRIVER_VERSION_LABEL = "nvidia.com/cuda.driver-version.full"
+#: The upgrade controller records a node's cordon state before its first cordon here.
+INITIAL_UNSCHEDULABLE_ANNOTATION = "nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable"
 XID_REASONS = ("XidCriticalError", "GPUXidError")
 
 #: Upgrade states in which the operator's upgrade controller is working on a node (it cordons them itself).

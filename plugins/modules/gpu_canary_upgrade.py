@@ -82,7 +82,7 @@ options:
     description:
       - Cumulative sizes of the waves after the canary, over the other GPU nodes, as node counts or percentages
         (rounded up), for example V([1, "10%", "25%", "100%"]). Nodes beyond the last entry are not upgraded and keep
-        the skip label (RV(plan.unplanned)).
+        the skip label (C(plan.unplanned)).
     type: list
     elements: raw
     default: ['100%']
@@ -123,7 +123,7 @@ options:
     type: bool
     default: true
   wave:
-    description: Index of the wave (RV(plan.waves[].index)) for O(step=wave) and O(step=finish_wave).
+    description: Index of the wave (C(plan.waves[].index)) for O(step=wave) and O(step=finish_wave).
     type: int
   eviction:
     description:

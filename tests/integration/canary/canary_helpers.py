@@ -144,6 +144,19 @@ class CanaryBed:
             NS, label_selector="app.kubernetes.io/name=node-feature-discovery,role=worker"
         ).items[0]
 
+    def operand_images(self):
+        """Per GPU node, the sorted images of its non-driver operand pods."""
+        out = {n: [] for n in self.gpu_node_names()}
+        for p in self.core.list_namespaced_pod(NS).items:
+            lab = p.metadata.labels or {}
+            if (
+                p.spec.node_name in out
+                and lab.get("app.kubernetes.io/component") != "nvidia-driver"
+                and not p.metadata.deletion_timestamp
+            ) and "node-feature-discovery" not in (lab.get("app.kubernetes.io/name") or ""):
+                out[p.spec.node_name].extend(c.image for c in p.spec.containers)
+        return {n: sorted(v) for n, v in out.items()}
+
     def cp_driver(self):
         return self.cp()["spec"]["driver"].get("version")
 

@@ -29,6 +29,10 @@ def _assert_upgraded(cb, nodes, target, taint_key=TAINT):
         assert FAILED not in s["annotations"], n
 
 
+def _other_labels(labels):
+    return {k: v for k, v in labels.items() if k not in (SKIP, STATE)}
+
+
 def _assert_untouched(before, after, nodes):
     """Driver, labels (but the operator's upgrade-required and our skip label), taints and cordon as before."""
     for n in nodes:
@@ -36,8 +40,7 @@ def _assert_untouched(before, after, nodes):
         assert a["driver"] == b["driver"], (n, a["driver"], b["driver"])
         assert a["labels"].get(SKIP) == "true", n
         assert a["labels"].get(STATE) == "upgrade-required", (n, a["labels"].get(STATE))
-        strip = lambda lab: {k: v for k, v in lab.items() if k not in (SKIP, STATE)}  # noqa: E731
-        assert strip(a["labels"]) == strip(b["labels"]), n
+        assert _other_labels(a["labels"]) == _other_labels(b["labels"]), n
         assert a["taints"] == b["taints"], (n, a["taints"])
         assert not a["unschedulable"], n
         assert FAILED not in a["annotations"], n
@@ -136,7 +139,7 @@ def test_happy_path_with_a_custom_taint_the_operands_did_not_tolerate(clean):
     assert rec["skip_labelled"] == []
 
 
-def test_a_fault_in_the_canary_aborts_with_every_other_node_untouched(clean):
+def test_a_fault_in_the_canary_aborts_with_every_other_node_untouched_and_rolls_back_on_request(clean):
     before = clean.snapshot()
     clean.fault("h100-0", "upgrade-failed")
     r = clean.playbook(gpu_canary_upgrade_driver_version="610.30.01", gpu_canary_upgrade_waves=["100%"])
@@ -158,6 +161,12 @@ def test_a_fault_in_the_canary_aborts_with_every_other_node_untouched(clean):
     assert rec["phase"] == "aborted" and rec["waves"][0]["status"] == "failed"
     assert "h100-0" in rec["waves"][0]["reason"]
     assert [w["status"] for w in rec["waves"][1:]] == ["pending"]
+    # rollback on request: the driver goes back and every node is released, the broken one included
+    r = clean.playbook(gpu_canary_upgrade_driver_version="610.30.01", gpu_canary_upgrade_rollback=True)
+    assert r.returncode == 0, r.output[-4000:]
+    assert clean.cp_driver() == before["h100-0"]["driver"]
+    _assert_upgraded(clean, clean.gpu_node_names(), before["h100-0"]["driver"])
+    assert clean.record()["phase"] == "rolled-back"
 
 
 def test_a_fault_in_the_second_wave_aborts_after_the_canary_is_proven(clean):
@@ -213,14 +222,17 @@ def test_an_interrupted_run_resumes_where_it_stopped(clean):
     _assert_upgraded(clean, clean.gpu_node_names(), target)
 
 
-def test_a_chart_upgrade_that_adds_a_crd_field(clean):
+def test_a_chart_upgrade_that_adds_a_crd_field_moves_no_other_node_until_its_wave(clean):
     def nvd_spec_fields():
         crd = clean.ext.read_custom_resource_definition("nvidiadrivers.nvidia.com")
         return set(crd.spec.versions[0].schema.open_apiv3_schema.properties["spec"].properties)
 
-    assert "default" not in nvd_spec_fields()  # v26.3.3 CRD
+    assert "default" not in nvd_spec_fields()  # the v26.3.3 CRD
+    before = clean.snapshot()
+    images = clean.operand_images()
+    strategy = clean.cp()["spec"]["daemonsets"].get("updateStrategy")
     target = "610.60.01"
-    r = clean.playbook(
+    extra = dict(
         gpu_canary_upgrade_chart_version="v26.7.0",
         gpu_canary_upgrade_chart_repo_url=clean.t.chart_repo_url,
         gpu_canary_upgrade_helm_binary=clean.t.helm,
@@ -228,10 +240,28 @@ def test_a_chart_upgrade_that_adds_a_crd_field(clean):
         gpu_canary_upgrade_driver_version=target,
         gpu_canary_upgrade_waves=["100%"],
     )
-    assert r.returncode == 0, r.output[-4000:]
+    # first run: the canary fails after the chart is upgraded
+    clean.fault("a100-0", "upgrade-failed")
+    r = clean.playbook(**extra)
+    assert r.returncode != 0 and "Canary upgrade aborted in canary" in r.output, r.output[-3000:]
     assert {"default", "upgradePolicy"} <= nvd_spec_fields()  # CRDs applied before the chart
     cp = clean.cp()
     assert cp["metadata"]["labels"]["helm.sh/chart"].endswith("v26.7.0")
-    assert cp["spec"]["driver"]["version"] == target
+    assert cp["spec"]["daemonsets"]["updateStrategy"] == "OnDelete"
     assert _tolerates(cp["spec"]["daemonsets"]["tolerations"], TAINT)  # kept through helm's value reset
+    time.sleep(3)
+    after = clean.snapshot()
+    others = [n for n in after if n not in CANARY]
+    _assert_untouched(before, after, others)
+    now = clean.operand_images()
+    for n in others:
+        assert now[n] == images[n], n  # the new chart's operand images wait for the node's wave
+    # second run, the fault fixed: resumes and finishes
+    clean.fault("a100-0", None)
+    r = clean.playbook(**extra)
+    assert r.returncode == 0, r.output[-4000:]
+    assert "resuming, phase aborted" in r.output
     _assert_upgraded(clean, clean.gpu_node_names(), target)
+    final = clean.operand_images()
+    assert all(final[n] == final["h100-0"] != images["h100-0"] for n in final)  # every node renewed in its wave
+    assert clean.cp()["spec"]["daemonsets"].get("updateStrategy") == strategy  # restored after the last wave

@@ -368,3 +368,43 @@ def test_held_operands_switch_to_on_delete_are_renewed_per_wave_and_the_strategy
     c.run_wave(rec, 1, {"policy": "evict"})
     c.finish_wave(rec, 1, True)
     assert api.cp["spec"]["daemonsets"]["updateStrategy"] == "RollingUpdate"
+
+
+class FakeModule:
+    def __init__(self, check_mode=False, **params):
+        from ansible_collections.gpuops.gpu_operator.plugins.modules.gpu_canary_upgrade import argspec
+
+        self.params = {k: v.get("default") for k, v in argspec().items()}
+        self.params.update(params)
+        self.check_mode = check_mode
+
+
+def run_module(api, check_mode=False, **params):
+    from ansible_collections.gpuops.gpu_operator.plugins.modules.gpu_canary_upgrade import execute
+
+    clock = Clock()
+    params.setdefault("driver_version", "610.1")
+    params.setdefault("canary_nodes", ["a-0", "h-0"])
+    return execute(FakeModule(check_mode, **params), api, clock=clock, sleep=clock.sleep)
+
+
+def test_the_module_runs_a_wave_only_after_prepare_and_reports_changed_only_when_it_wrote():
+    api = FakeAPI(NAMES)
+    with pytest.raises(P.PlanError, match="run step=prepare first"):
+        run_module(api, step="wave", wave=0)
+    with pytest.raises(P.PlanError, match="needs wave"):
+        run_module(api, step="finish_wave")
+    plan = run_module(api, step="plan")
+    assert plan["changed"] is False and api.writes == []
+    assert run_module(api, step="prepare")["changed"] is True
+    assert run_module(api, step="prepare")["changed"] is False  # idempotent
+    out = run_module(api, step="wave", wave=0, poll_interval=0.5)
+    assert out["wave"]["wave"]["status"] == P.WAVE_UPGRADED and out["changed"] is True
+
+
+def test_the_module_refuses_to_prepare_when_the_gate_fails():
+    api = FakeAPI(NAMES)
+    api.nodes["h-2"]["spec"]["unschedulable"] = True
+    with pytest.raises(CanaryAbort, match="h-2 is cordoned by someone else"):
+        run_module(api, step="prepare")
+    assert api.writes == []

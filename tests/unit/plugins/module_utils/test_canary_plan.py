@@ -76,7 +76,7 @@ def test_the_rest_alternates_pools_in_natural_name_order():
 
 
 def test_the_record_round_trips_through_a_configmap_and_knows_the_next_wave():
-    plan, _ = P.plan_waves(["c0"], ["n1"], ["100%"])
+    plan, _unplanned = P.plan_waves(["c0"], ["n1"], ["100%"])
     rec = P.new_record({"driver_version": "2"}, {"driver_version": "1"}, {"key": "k"}, plan, [], [], "t0")
     cm = {"data": {P.RECORD_KEY: P.encode_record(rec)}}
     back = P.decode_record(cm)
