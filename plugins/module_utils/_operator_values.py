@@ -206,7 +206,9 @@ def fleet_plan(hosts, pools=None):
             reasons.append("distribution %s has no known toolkit.env; set toolkit.env yourself" % distro)
         elif env:
             values["toolkit"] = {"env": [{"name": k, "value": v} for k, v in env]}
-            reasons.append("toolkit.env for %s containerd paths (%s)" % (distro, ", ".join(k for k, _ in env)))
+            reasons.append(
+                "toolkit.env for %s containerd paths (%s)" % (distro, ", ".join(name for name, _value in env))
+            )
     elif len(known) > 1:
         reasons.append(
             "GPU hosts run different distributions (%s); toolkit.env is left to you (set it per distribution with "
@@ -316,8 +318,7 @@ def _overridden(auto, user, prefix=""):
         if key not in user:
             continue
         if isinstance(value, dict) and isinstance(user[key], dict):
-            for sub in _overridden(value, user[key], path + "."):
-                yield sub
+            yield from _overridden(value, user[key], path + ".")
         elif user[key] != value:
             yield path
 

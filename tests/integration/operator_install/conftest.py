@@ -51,7 +51,7 @@ def bed(testbed, simulated_operator, tmp_path_factory):
     link.parent.mkdir(parents=True)
     link.symlink_to(REPO_ROOT)
     # the role uses kubernetes.core (from the `ansible` package in this virtualenv)
-    core = next(Path(p) / "ansible_collections" / "kubernetes" / "core" for p in site.getsitepackages())
+    core = [Path(p) / "ansible_collections" / "kubernetes" / "core" for p in site.getsitepackages()][0]
     (link.parent.parent / "kubernetes").mkdir()
     (link.parent.parent / "kubernetes" / "core").symlink_to(core)
     (work / "play.yml").write_text(PLAYBOOK)

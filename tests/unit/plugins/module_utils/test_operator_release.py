@@ -297,7 +297,7 @@ def test_changed_values_are_an_update_listing_the_paths(bed):
 
 
 def test_upgrade_applies_the_new_crd_before_helm_and_reports_the_added_field(bed):
-    log, _, kube = bed
+    log, _helm, kube = bed
     run(bed)
     kube.crds["clusterpolicies.nvidia.com"] = copy.deepcopy(OLD_CP)
     result = run(bed, chart_version="v26.3.3")
@@ -334,7 +334,7 @@ def test_an_unsupported_jump_is_refused_before_any_write(bed):
 
 
 def test_an_existing_release_without_an_apply_method_is_upgraded_client_side(bed):
-    _, helm, _ = bed
+    _log, helm, _kube = bed
     run(bed)
     seen = {}
     original = helm.upgrade
@@ -356,7 +356,7 @@ def test_a_downgrade_is_refused_without_force_and_done_with_it(bed):
 
 
 def test_a_failed_upgrade_rolls_back_and_reports_both(bed):
-    log, helm, _ = bed
+    log, helm, _kube = bed
     run(bed)
     helm.fail_upgrade = "ClusterPolicy is invalid: spec.mig.strategy: Unsupported value"
     with pytest.raises(ReleaseError) as exc:
@@ -368,7 +368,7 @@ def test_a_failed_upgrade_rolls_back_and_reports_both(bed):
 
 
 def test_a_failed_rollback_reports_both_errors(bed):
-    _, helm, _ = bed
+    _log, helm, _kube = bed
     run(bed)
     helm.fail_upgrade, helm.fail_rollback = "upgrade boom", "rollback boom"
     with pytest.raises(ReleaseError) as exc:
@@ -386,7 +386,7 @@ def test_a_failed_first_install_has_nothing_to_roll_back_and_says_so(bed):
 def test_not_ready_after_the_wait_reports_conditions_and_operands_per_node(bed):
     bed[2].policy_state = "notReady"
     clock = iter(range(0, 1000, 10))
-    log, helm, kube = bed
+    _log, helm, kube = bed
     rel = OperatorRelease(params(ready_timeout=30), helm, kube, sleep=lambda s: None, clock=lambda: next(clock))
     with pytest.raises(ReleaseError) as exc:
         rel.run()
@@ -401,7 +401,7 @@ def test_ready_returns_the_readiness(bed):
 
 
 def test_absent_removes_the_release_and_keeps_crds_unless_asked(bed):
-    log, _, kube = bed
+    log, _helm, kube = bed
     run(bed)
     result = run(bed, state="absent")
     assert result["changed"] and result["crds_removed"] == []

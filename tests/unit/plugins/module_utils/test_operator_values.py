@@ -155,7 +155,7 @@ class TestInventory:
 class TestEffectiveValues:
     def test_custom_taints_are_tolerated_on_top_of_the_chart_defaults(self):
         taints = [{"key": "canary", "value": "true", "effect": "NoSchedule"}]
-        values, _ = effective_values(CHART_DEFAULTS, {}, {"taints": taints})
+        values, _reasons = effective_values(CHART_DEFAULTS, {}, {"taints": taints})
         ds = values["daemonsets"]["tolerations"]
         assert ds[0] == CHART_DEFAULTS["daemonsets"]["tolerations"][0]
         assert ds[1] == {"key": "canary", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
@@ -170,7 +170,9 @@ class TestEffectiveValues:
 
     def test_the_users_toleration_list_wins_whole(self):
         mine = [{"operator": "Exists"}]
-        values, _ = effective_values(CHART_DEFAULTS, {"daemonsets": {"tolerations": mine}}, {"taints": [{"key": "c"}]})
+        values, _reasons = effective_values(
+            CHART_DEFAULTS, {"daemonsets": {"tolerations": mine}}, {"taints": [{"key": "c"}]}
+        )
         assert values["daemonsets"]["tolerations"] == mine
 
     def test_nfd_is_disabled_when_nodes_already_carry_nfd_labels(self):
@@ -179,22 +181,22 @@ class TestEffectiveValues:
         assert any("NFD labels" in r for r in reasons)
 
     def test_nfd_stays_as_deployed_once_our_own_nfd_labels_the_nodes(self):
-        values, _ = effective_values(
+        values, _reasons = effective_values(
             CHART_DEFAULTS, {}, cluster={"nfd_labels": True}, deployed_values={"nfd": {"enabled": True}}
         )
         assert values["nfd"] == {"enabled": True}
 
     def test_an_installed_release_without_an_nfd_value_keeps_the_chart_default(self):
-        values, _ = effective_values(CHART_DEFAULTS, {}, cluster={"nfd_labels": True}, deployed_values={})
+        values, _reasons = effective_values(CHART_DEFAULTS, {}, cluster={"nfd_labels": True}, deployed_values={})
         assert "nfd" not in values
 
     def test_no_nfd_labels_leaves_the_chart_default(self):
-        values, _ = effective_values(CHART_DEFAULTS, {}, cluster={"nfd_labels": False})
+        values, _reasons = effective_values(CHART_DEFAULTS, {}, cluster={"nfd_labels": False})
         assert "nfd" not in values
 
     @pytest.mark.parametrize("crd", [True, False])
     def test_the_service_monitor_follows_its_crd(self, crd):
-        values, _ = effective_values(CHART_DEFAULTS, {}, cluster={"service_monitor_crd": crd})
+        values, _reasons = effective_values(CHART_DEFAULTS, {}, cluster={"service_monitor_crd": crd})
         assert values["dcgmExporter"]["serviceMonitor"]["enabled"] is crd
 
     def test_explicit_user_values_always_win_and_the_override_is_reported(self):
