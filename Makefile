@@ -171,9 +171,8 @@ test: venv
 site: collection-root sim-binaries nvml
 	cd $(REPO) && $(VENV)/bin/python -m tests.sim up --profile demo
 	cd $(REPO) && $(VENV)/bin/python -m tests.sim inventory > $(BUILD)/inventory.yml
-	@# kubernetes.core 6.x runs `helm list --all`, which Helm 4 rejects: the interim install in site.yml uses helm v3.
 	cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/ansible-playbook -i $(BUILD)/inventory.yml playbooks/site.yml \
-		-e gpu_nvml_library=$(BUILD)/nvml/libnvidia-ml.so.1 -e gpuops_helm_binary=$(SIM_BIN)/helm3
+		-e gpu_nvml_library=$(BUILD)/nvml/libnvidia-ml.so.1
 
 # The audit needs the operator installed (the simulated operator only advertises GPUs then), so it runs
 # after site; the overlay inventory adds degraded, lost and aged GPUs and one unreachable host.

@@ -26,6 +26,16 @@ def test_clusterpolicy_ready_and_allocatable_equals_profile(gpu_operator):
         assert op.alloc(n) in (None, "0")
 
 
+def test_the_policy_registers_the_nvidia_runtime_class(gpu_operator):
+    from kubernetes import client
+
+    op = gpu_operator
+    op.wait_healthy(timeout=30)
+    rc = client.NodeV1Api(op.api).read_runtime_class("nvidia")
+    assert rc.handler == "nvidia"
+    assert [o.kind for o in rc.metadata.owner_references] == ["ClusterPolicy"]
+
+
 def test_operand_daemonsets_pods_running_on_gpu_nodes_only(gpu_operator):
     op = gpu_operator
     names = {d.metadata.name: d for d in op.apps.list_namespaced_daemon_set(NS).items}

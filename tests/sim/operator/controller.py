@@ -148,6 +148,7 @@ class Controller:
         os_tags = sorted({L.os_tag(n) for n in gpu_nodes}) or ["ubuntu22.04"]
         desired = self._desired_daemonsets(cp, spec, ns, os_tags, nvds if use_nvd else None)
         self._sync_daemonsets(ns, desired)
+        self._ensure_runtime_class(cp, spec)
         if L.spec_enabled(spec, "dcgmExporter"):
             self._ensure_dcgm_service(cp, ns)
 
@@ -641,6 +642,27 @@ class Controller:
                 except ApiException as exc:
                     if exc.status != 404:
                         log.warning("delete DaemonSet %s: %s", nm, exc.reason)
+
+    def _ensure_runtime_class(self, cp, spec) -> None:
+        """The RuntimeClass the toolkit registers (spec.operator.runtimeClass, default nvidia), owned by the policy."""
+        name = (spec.get("operator") or {}).get("runtimeClass") or "nvidia"
+        key = ("runtimeclass", name)
+        if key in self.events_sent:
+            return
+        body = {
+            "apiVersion": "node.k8s.io/v1",
+            "kind": "RuntimeClass",
+            "metadata": {"name": name, "labels": {MANAGED: "true"}, "ownerReferences": [owner_ref(cp)]},
+            "handler": name,
+        }
+        try:
+            client.NodeV1Api(self.api).create_runtime_class(body)
+            self.events_sent.add(key)
+        except ApiException as exc:
+            if exc.status == 409:
+                self.events_sent.add(key)
+            else:
+                log.warning("create RuntimeClass %s: %s", name, exc.reason)
 
     def _ensure_dcgm_service(self, cp, ns) -> None:
         key = ("svc", ns)
