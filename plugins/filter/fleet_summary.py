@@ -59,7 +59,6 @@ EXAMPLES = r"""
 - name: Validate the fleet
   ansible.builtin.set_fact:
     fleet: "{{ gpu_hosts_facts | gpuops.gpu_operator.fleet_summary(cluster.nodes, smoke=smoke.nodes) }}"
-
 """
 
 RETURN = r"""
