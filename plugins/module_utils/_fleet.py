@@ -577,26 +577,31 @@ def should_fail(summary, fail_on="any", layers=None):
 
 
 def summary_lines(summary):
-    """A plain-text table of the summary, for the play's output."""
-    lines = [
-        "%-22s %-8s %-24s %5s %6s %-8s %-13s %s"
-        % ("node", "pool", "product", "nvml", "alloc", "verdict", "layer", "evidence")
-    ]
+    """A plain-text table of the summary, for the play's output; columns as wide as their longest value."""
+    head = ("node", "pool", "product", "nvml", "alloc", "verdict", "layer", "evidence")
+    rows = []
     for r in summary["rows"]:
         alloc = sum(v for v in r["allocatable"].values() if isinstance(v, int)) if r["allocatable"] else 0
-        lines.append(
-            "%-22s %-8s %-24s %5s %6s %-8s %-13s %s"
-            % (
+        rows.append(
+            (
                 r["node"],
                 r["pool"] or "-",
-                (r["product"] or "-")[:24],
-                r["nvml_gpus"],
-                alloc,
+                r["product"] or "-",
+                str(r["nvml_gpus"]),
+                str(alloc),
                 r["verdict"],
                 r["failing_layer"] or "-",
                 (r.get("evidence") or ["-"])[0][:120],
             )
         )
+    widths = [max(len(row[i]) for row in [head] + rows) for i in range(len(head) - 1)]
+    right = (3, 4)  # the counts
+
+    def line(cells):
+        out = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))]
+        return " ".join(out + [cells[-1]])
+
+    lines = [line(head)] + [line(row) for row in rows]
     lines.append("%d passed, %d failed" % (summary["passed"], summary["failed"]))
     return lines
 

@@ -315,3 +315,14 @@ def test_the_markdown_report_has_a_row_per_node_and_the_evidence_of_each_failure
     assert "**1 passed, 1 failed** of 2 GPU nodes." in md
     assert "| gpu-0 | h100 | NVIDIA-H100-80GB-HBM3 | pass | - |" in md
     assert "### gpu-1: device-plugin" in md and "nvidia.com/gpu=6 but NVML counts 8 GPUs" in md
+
+
+def test_the_printed_table_keeps_its_columns_aligned_for_long_pool_names():
+    hosts = {"a": host(nvml(), "gpu-0"), "b": {**host(nvml(), "gpu-long-node-name-1"), "pool": "a100-noruntime"}}
+    lines = summary_lines(fleet_summary(hosts, {"gpu-0": node(), "gpu-long-node-name-1": node(6)}))
+    header, *rows, total = lines
+    starts = [header.index(col) for col in ("pool", "product", "verdict", "layer", "evidence")]
+    for row in rows:
+        assert all(row[s - 1] == " " for s in starts), row
+    assert rows[1].split()[:2] == ["gpu-long-node-name-1", "a100-noruntime"]
+    assert total == "1 passed, 1 failed"
