@@ -7,29 +7,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "module_utils"))
+import module_harness as harness  # noqa: E402
 from audit_fixtures import two_clusters  # noqa: E402
 
 from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_audit_report  # noqa: E402
 
 
 def run_module(monkeypatch, **args):
-    outcome = {}
-
-    def capture(kind):
-        def _exit(self, **kwargs):
-            outcome.update(kwargs, _kind=kind)
-            raise SystemExit(0 if kind == "exit" else 1)
-
-        return _exit
-
-    monkeypatch.setattr(gpu_audit_report.AnsibleModule, "exit_json", capture("exit"))
-    monkeypatch.setattr(gpu_audit_report.AnsibleModule, "fail_json", capture("fail"))
-    with patch_module_args(args), pytest.raises(SystemExit):
-        gpu_audit_report.main()
-    return outcome
+    return harness.run_module(gpu_audit_report, monkeypatch, args)
 
 
 @pytest.fixture

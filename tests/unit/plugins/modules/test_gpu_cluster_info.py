@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from urllib.parse import parse_qs, urlsplit
 
+import module_harness as harness
 import pytest
 from ansible.module_utils.testing import patch_module_args
-from kubernetes import client as k8s_client
+from module_harness import Resp, page
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import K8sClient, RetryPolicy
 from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_cluster_info
-
-
-class Resp:
-    def __init__(self, status, body, reason="OK"):
-        self.status, self.data, self.headers, self.reason = status, json.dumps(body).encode(), {}, reason
 
 
 class FakeApiServer:
@@ -46,34 +40,11 @@ class FakeApiServer:
         if "labelSelector" in query:
             key, _unused, value = query["labelSelector"].partition("=")
             items = [i for i in items if i["metadata"].get("labels", {}).get(key) == value]
-        start = int(query.get("continue", 0))
-        limit = int(query.get("limit", len(items) or 1))
-        rest = start + limit
-        meta = {"continue": str(rest) if rest < len(items) else None}
-        return Resp(200, {"items": items[start:rest], "metadata": meta})
+        return page(items, query)
 
 
 def run_module(server, monkeypatch, **args):
-    def fake_client(params, retry=None):
-        cfg = k8s_client.Configuration()
-        cfg.host = "https://api.test"
-        return K8sClient(cfg, retry=RetryPolicy(attempts=1), pool_manager=server)
-
-    monkeypatch.setattr(gpu_cluster_info, "client_from_params", fake_client)
-    outcome = {}
-
-    def capture(kind):
-        def _exit(self, **kwargs):
-            outcome.update(kwargs, _kind=kind)
-            raise SystemExit(0 if kind == "exit" else 1)
-
-        return _exit
-
-    monkeypatch.setattr(gpu_cluster_info.AnsibleModule, "exit_json", capture("exit"))
-    monkeypatch.setattr(gpu_cluster_info.AnsibleModule, "fail_json", capture("fail"))
-    with patch_module_args(args), pytest.raises(SystemExit):
-        gpu_cluster_info.main()
-    return outcome
+    return harness.run_module(gpu_cluster_info, monkeypatch, args, server=server)
 
 
 def gpu_node(name, pool="h100", **labels):

@@ -6,9 +6,8 @@ from __future__ import annotations
 import os
 import stat
 
-import pytest
+import module_harness as harness
 import yaml
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpuops.gpu_operator.plugins.doc_fragments import helm as helm_fragment
 from ansible_collections.gpuops.gpu_operator.plugins.doc_fragments import kubeconfig as kubeconfig_fragment
@@ -26,20 +25,7 @@ KUBECONFIG = {
 
 
 def run_module(monkeypatch, **args):
-    outcome = {}
-
-    def capture(kind):
-        def _exit(self, **kwargs):
-            outcome.update(kwargs, _kind=kind, _no_log=set(self.no_log_values))
-            raise SystemExit(0 if kind == "exit" else 1)
-
-        return _exit
-
-    monkeypatch.setattr(gpu_operator.AnsibleModule, "exit_json", capture("exit"))
-    monkeypatch.setattr(gpu_operator.AnsibleModule, "fail_json", capture("fail"))
-    with patch_module_args(args), pytest.raises(SystemExit):
-        gpu_operator.main()
-    return outcome
+    return harness.run_module(gpu_operator, monkeypatch, args)
 
 
 def fake_helm(tmp_path, version="v4.0.1"):

@@ -5,22 +5,14 @@
 
 from __future__ import annotations
 
-import json
 from urllib.parse import urlsplit
 
-import pytest
+import module_harness as harness
 import yaml
-from ansible.module_utils.testing import patch_module_args
-from kubernetes import client as k8s_client
+from module_harness import Resp
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import K8sClient, RetryPolicy
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s_args import KUBECONFIG_ARG_SPEC
 from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_preflight_info as mod
-
-
-class Resp:
-    def __init__(self, status, body, reason="OK"):
-        self.status, self.data, self.headers, self.reason = status, json.dumps(body).encode(), {}, reason
 
 
 class ReadOnlyServer:
@@ -40,27 +32,8 @@ class ReadOnlyServer:
 
 
 def run_module(monkeypatch, server, reviews, **args):
-    def fake_client(params, retry=None):
-        cfg = k8s_client.Configuration()
-        cfg.host = "https://api.test"
-        return K8sClient(cfg, retry=RetryPolicy(attempts=1), pool_manager=server)
-
-    monkeypatch.setattr(mod, "client_from_params", fake_client)
     monkeypatch.setattr(mod, "reviewer", lambda cfg: reviews)
-    outcome = {}
-
-    def capture(kind):
-        def _exit(self, **kwargs):
-            outcome.update(kwargs, _kind=kind)
-            raise SystemExit(0 if kind == "exit" else 1)
-
-        return _exit
-
-    monkeypatch.setattr(mod.AnsibleModule, "exit_json", capture("exit"))
-    monkeypatch.setattr(mod.AnsibleModule, "fail_json", capture("fail"))
-    with patch_module_args(args), pytest.raises(SystemExit):
-        mod.main()
-    return outcome
+    return harness.run_module(mod, monkeypatch, args, server=server)
 
 
 EMPTY = {"items": [], "metadata": {}}

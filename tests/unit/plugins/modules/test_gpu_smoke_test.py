@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from urllib.parse import urlsplit
 
+import module_harness as harness
 import pytest
-from ansible.module_utils.testing import patch_module_args
-from kubernetes import client as k8s_client
+from module_harness import Resp
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import K8sClient, RetryPolicy
 from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_smoke_test
-
-
-class Resp:
-    def __init__(self, status, body):
-        self.status, self.data, self.headers, self.reason = status, json.dumps(body).encode(), {}, "OK"
 
 
 class ReadOnlyServer:
@@ -41,28 +34,7 @@ class ReadOnlyServer:
 
 
 def run_module(server, monkeypatch, check=False, **args):
-    def fake_client(params, retry=None):
-        cfg = k8s_client.Configuration()
-        cfg.host = "https://api.test"
-        return K8sClient(cfg, retry=RetryPolicy(attempts=1), pool_manager=server)
-
-    monkeypatch.setattr(gpu_smoke_test, "client_from_params", fake_client)
-    outcome = {}
-
-    def capture(kind):
-        def _exit(self, **kwargs):
-            outcome.update(kwargs, _kind=kind)
-            raise SystemExit(0 if kind == "exit" else 1)
-
-        return _exit
-
-    monkeypatch.setattr(gpu_smoke_test.AnsibleModule, "exit_json", capture("exit"))
-    monkeypatch.setattr(gpu_smoke_test.AnsibleModule, "fail_json", capture("fail"))
-    if check:
-        args["_ansible_check_mode"] = True
-    with patch_module_args(args), pytest.raises(SystemExit):
-        gpu_smoke_test.main()
-    return outcome
+    return harness.run_module(gpu_smoke_test, monkeypatch, args, server=server, check=check)
 
 
 def test_check_mode_plans_one_pod_per_gpu_node_and_only_reads(monkeypatch):

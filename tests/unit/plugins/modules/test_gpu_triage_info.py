@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from urllib.parse import parse_qs, urlsplit
 
+import module_harness as harness
 import pytest
-from ansible.module_utils.testing import patch_module_args
-from kubernetes import client as k8s_client
+from module_harness import Resp, page
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import K8sClient, RetryPolicy
 from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_triage_info
-
-
-class Resp:
-    def __init__(self, status, body, reason="OK", raw=False):
-        self.status, self.headers, self.reason = status, {}, reason
-        self.data = body if raw else json.dumps(body).encode()
 
 
 def gpu_node(name, alloc="8"):
@@ -76,31 +68,23 @@ class FakeApiServer:
         self.previous_log = previous_log
         self.requests = []
 
-    def _page(self, items, query):
-        start = int(query.get("continue", 0))
-        limit = int(query.get("limit", len(items) or 1))
-        rest = start + limit
-        return Resp(
-            200, {"items": items[start:rest], "metadata": {"continue": str(rest) if rest < len(items) else None}}
-        )
-
     def request(self, method, url, headers=None, timeout=None, retries=None, body=None):
         assert method == "GET", "gpu_triage_info must only read"
         parts = urlsplit(url)
         path, query = parts.path, {k: v[0] for k, v in parse_qs(parts.query).items()}
         self.requests.append((path, query))
         if path == "/api/v1/nodes":
-            return self._page(self.nodes, query)
+            return page(self.nodes, query)
         if path.startswith("/api/v1/nodes/"):
             name = path.rsplit("/", 1)[1]
             node = next((n for n in self.nodes if n["metadata"]["name"] == name), None)
             return Resp(200, node) if node else Resp(404, {"message": "nodes %r not found" % name}, "Not Found")
         if path == "/api/v1/pods":
-            return self._page([p for p in self.pods + self.operator_pods if p["spec"].get("nodeName")], query)
+            return page([p for p in self.pods + self.operator_pods if p["spec"].get("nodeName")], query)
         if path == "/api/v1/namespaces/ml/pods":
-            return self._page(self.pods, query)
+            return page(self.pods, query)
         if path == "/api/v1/namespaces/gpu-operator/pods":
-            return self._page(self.operator_pods, query)
+            return page(self.operator_pods, query)
         if path.startswith("/api/v1/namespaces/ml/pods/"):
             name = path.rsplit("/", 1)[1]
             pod = next((p for p in self.pods if p["metadata"]["name"] == name), None)
@@ -110,38 +94,17 @@ class FakeApiServer:
                 return Resp(400, {"message": "previous terminated container not found"}, "Bad Request")
             return Resp(200, b"starting\nCould not resolve Linux kernel version\n", raw=True)
         if path == "/apis/nvidia.com/v1/clusterpolicies":
-            return self._page([POLICY], query)
+            return page([POLICY], query)
         if (
             path.endswith(("/events", "/resourcequotas", "/limitranges"))
             or path == "/apis/scheduling.k8s.io/v1/priorityclasses"
         ):
-            return self._page([], query)
+            return page([], query)
         return Resp(404, {"message": "the server could not find the requested resource"}, "Not Found")
 
 
 def run_module(server, monkeypatch, check=False, **args):
-    def fake_client(params, retry=None):
-        cfg = k8s_client.Configuration()
-        cfg.host = "https://api.test"
-        return K8sClient(cfg, retry=RetryPolicy(attempts=1), pool_manager=server)
-
-    monkeypatch.setattr(gpu_triage_info, "client_from_params", fake_client)
-    outcome = {}
-
-    def capture(kind):
-        def _exit(self, **kwargs):
-            outcome.update(kwargs, _kind=kind)
-            raise SystemExit(0 if kind == "exit" else 1)
-
-        return _exit
-
-    monkeypatch.setattr(gpu_triage_info.AnsibleModule, "exit_json", capture("exit"))
-    monkeypatch.setattr(gpu_triage_info.AnsibleModule, "fail_json", capture("fail"))
-    if check:
-        args["_ansible_check_mode"] = True
-    with patch_module_args(args), pytest.raises(SystemExit):
-        gpu_triage_info.main()
-    return outcome
+    return harness.run_module(gpu_triage_info, monkeypatch, args, server=server, check=check)
 
 
 @pytest.mark.parametrize(
