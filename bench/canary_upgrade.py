@@ -166,9 +166,12 @@ class Bed:
             )
 
 
+POLICY = {"autoUpgrade": True, "maxParallelUpgrades": 0, "maxUnavailable": "100%"}
+
+
 def floor(bed, version):
     t0 = time.monotonic()
-    bed.patch(CP, {"spec": {"driver": {"version": version}}})
+    bed.patch(CP, {"spec": {"driver": {"version": version, "upgradePolicy": POLICY}}})
     bed.wait(lambda: bed.all_on(version), 1800, "every node on %s" % version)
     return time.monotonic() - t0
 
@@ -177,7 +180,7 @@ def canary_run(bed, version, canary, waves, poll):
     c = Canary(bed.client, poll=poll)
     t0 = time.monotonic()
     _plan, record, nodes, cp = c.plan(version, None, canary, "", waves)
-    c.prepare(record, nodes, cp, {"autoUpgrade": True}, hold_operands=True)
+    c.prepare(record, nodes, cp, POLICY, hold_operands=True)
     per_wave = []
     for wave in record["waves"]:
         w0 = time.monotonic()
@@ -205,7 +208,7 @@ def abort_latency(bed, version, canary, poll):
     th.start()
     c = Canary(bed.client, poll=poll)
     _plan, record, nodes, cp = c.plan(version, None, canary, "", ["100%"])
-    c.prepare(record, nodes, cp, {"autoUpgrade": True}, hold_operands=True)
+    c.prepare(record, nodes, cp, POLICY, hold_operands=True)
     stopped = None
     try:
         c.run_wave(record, 0, {"policy": "none", "wave_timeout": 600})

@@ -157,6 +157,52 @@ class CanaryBed:
                 out[p.spec.node_name].extend(c.image for c in p.spec.containers)
         return {n: sorted(v) for n, v in out.items()}
 
+    def gpu_pod(self, name, node, labels):
+        self.core.create_namespaced_pod(
+            "default",
+            {
+                "metadata": {"name": name, "labels": {**labels, "gpuops.io/canary-test": "true"}},
+                "spec": {
+                    "nodeName": node,
+                    "containers": [
+                        {"name": "c", "image": "cuda:sample", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+                    ],
+                },
+            },
+        )
+        wait_for(lambda: self.core.read_namespaced_pod(name, "default").status.phase == "Running", 30, what=name)
+
+    def pdb(self, name, match):
+        from kubernetes import client
+
+        client.PolicyV1Api(self.api).create_namespaced_pod_disruption_budget(
+            "default",
+            {
+                "metadata": {"name": name, "labels": {"gpuops.io/canary-test": "true"}},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": match}},
+            },
+        )
+
+    def pdb_allowed(self, name):
+        from kubernetes import client
+
+        st = client.PolicyV1Api(self.api).read_namespaced_pod_disruption_budget(name, "default").status
+        return None if st is None or st.observed_generation is None else st.disruptions_allowed
+
+    def pod_alive(self, name):
+        try:
+            pod = self.core.read_namespaced_pod(name, "default")
+        except Exception:
+            return False
+        return pod.metadata.deletion_timestamp is None
+
+    def delete_gpu_workloads(self):
+        from kubernetes import client
+
+        sel = "gpuops.io/canary-test=true"
+        client.PolicyV1Api(self.api).delete_collection_namespaced_pod_disruption_budget("default", label_selector=sel)
+        self.core.delete_collection_namespaced_pod("default", label_selector=sel, grace_period_seconds=0)
+
     def cp_driver(self):
         return self.cp()["spec"]["driver"].get("version")
 

@@ -109,6 +109,29 @@ def test_a_foreign_cordon_fails_the_gate_before_any_write(clean):
         clean.core.patch_node("h100-5", {"spec": {"unschedulable": None}})
 
 
+def test_gpu_jobs_are_evicted_through_the_eviction_api_and_a_pdb_that_refuses_stops_the_canary(clean):
+    before = clean.snapshot()
+    clean.gpu_pod("evictable", "h100-0", {"app": "evictable"})
+    clean.gpu_pod("protected", "a100-0", {"app": "protected"})
+    clean.pdb("protected", {"app": "protected"})
+    try:
+        wait_for(lambda: clean.pdb_allowed("protected") == 0, 30, what="the PDB to allow no disruption")
+        r = clean.playbook(gpu_canary_upgrade_driver_version="610.80.01", gpu_canary_upgrade_eviction_timeout=6)
+        assert r.returncode != 0
+        assert "could not be evicted within 6s: default/protected" in r.output, r.output[-3000:]
+        # the gate listed the job and its budget
+        assert "PDBs: default/protected" in r.output
+        assert not clean.pod_alive("evictable")  # evicted
+        assert clean.pod_alive("protected")  # the budget held
+        after = clean.snapshot()
+        # nothing was released: every node, the canary included, keeps its old driver and its skip label
+        for n in after:
+            assert after[n]["driver"] == before[n]["driver"] and after[n]["labels"].get(SKIP) == "true", n
+        assert clean.record()["phase"] == "aborted"
+    finally:
+        clean.delete_gpu_workloads()
+
+
 def test_happy_path_with_a_custom_taint_the_operands_did_not_tolerate(clean):
     key = "example.com/gpu-canary"
     nfd = clean.nfd_worker()
