@@ -603,3 +603,29 @@ def client_from_params(params, retry=None):
         api_key=params.get("api_key"),
     )
     return K8sClient(cfg, timeout=params.get("api_timeout") or 30, retry=retry)
+
+
+# --------------------------------------------------------------------------------------------------
+# Module glue: what every cluster module does around its own logic
+
+
+def module_client(module, retry=None):
+    """The :class:`K8sClient` for ``module``'s kubeconfig options (the kubeconfig fragment).
+
+    Marks the secrets of an inline kubeconfig ``no_log`` first, so that no later failure can print them.
+    """
+    module.no_log_values.update(kubeconfig_secrets(module.params["kubeconfig"]))
+    return client_from_params(module.params, retry=retry)
+
+
+def run_cluster_module(module, execute):
+    """Run ``execute(module)`` for a cluster module.
+
+    Fails with :func:`missing_required_lib` when the kubernetes library is missing, and turns a
+    :class:`K8sError` (whose message says what to fix) into ``fail_json(msg=..., status=...)``.
+    """
+    require_kubernetes(module)
+    try:
+        execute(module)
+    except K8sError as exc:
+        module.fail_json(msg=exc.msg, status=exc.status)

@@ -194,12 +194,7 @@ api_requests:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._cluster_view import cluster_view
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (
-    K8sError,
-    client_from_params,
-    kubeconfig_secrets,
-    require_kubernetes,
-)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import module_client, run_cluster_module
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s_args import KUBECONFIG_ARG_SPEC
 
 
@@ -231,8 +226,7 @@ def gather(client, label_selector=None, operator_namespace="gpu-operator", page_
 def execute_module(module):
     if module.params["page_size"] < 1:
         module.fail_json(msg="page_size must be at least 1, got %d" % module.params["page_size"])
-    module.no_log_values.update(kubeconfig_secrets(module.params["kubeconfig"]))
-    client = client_from_params(module.params)
+    client = module_client(module)
     result = gather(
         client,
         label_selector=module.params["label_selector"],
@@ -244,11 +238,7 @@ def execute_module(module):
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    require_kubernetes(module)
-    try:
-        execute_module(module)
-    except K8sError as exc:
-        module.fail_json(msg=exc.msg, status=exc.status)
+    run_cluster_module(module, execute_module)
 
 
 if __name__ == "__main__":

@@ -178,8 +178,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._helm import HELM_ARG_SPEC, Helm, HelmError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (
     K8sError,
-    client_from_params,
-    kubeconfig_secrets,
+    module_client,
     require_kubernetes,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s_args import KUBECONFIG_ARG_SPEC
@@ -223,8 +222,7 @@ def helm_client(module):
 
 
 def execute_module(module):
-    module.no_log_values.update(kubeconfig_secrets(module.params["kubeconfig"]))
-    kube = client_from_params(module.params)  # validates kubeconfig and context with a clear message first
+    kube = module_client(module)  # validates kubeconfig and context with a clear message first
     with helm_client(module) as helm:
         version = "v%d.%d.%d" % helm.version()
         release = OperatorRelease(

@@ -167,9 +167,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (
     K8sError,
-    client_from_params,
-    kubeconfig_secrets,
-    require_kubernetes,
+    module_client,
+    run_cluster_module,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s_args import KUBECONFIG_ARG_SPEC
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._preflight import SECTIONS, gather
@@ -220,27 +219,26 @@ def reviewer(configuration):
     return review
 
 
-def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    require_kubernetes(module)
+def execute_module(module):
     if module.params["page_size"] < 1:
         module.fail_json(msg="page_size must be at least 1, got %d" % module.params["page_size"])
-    module.no_log_values.update(kubeconfig_secrets(module.params["kubeconfig"]))
-    try:
-        client = client_from_params(module.params)
-        result = gather(
-            client,
-            review=reviewer(client.configuration),
-            sections=module.params["sections"],
-            operator_namespace=module.params["operator_namespace"],
-            runtime_class=module.params["runtime_class"],
-            permissions=module.params["permissions"],
-            identity=module.params["identity"],
-            page_size=module.params["page_size"],
-        )
-    except K8sError as exc:
-        module.fail_json(msg=exc.msg, status=exc.status)
+    client = module_client(module)
+    result = gather(
+        client,
+        review=reviewer(client.configuration),
+        sections=module.params["sections"],
+        operator_namespace=module.params["operator_namespace"],
+        runtime_class=module.params["runtime_class"],
+        permissions=module.params["permissions"],
+        identity=module.params["identity"],
+        page_size=module.params["page_size"],
+    )
     module.exit_json(changed=False, **result)
+
+
+def main():
+    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    run_cluster_module(module, execute_module)
 
 
 if __name__ == "__main__":

@@ -216,10 +216,8 @@ import signal
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (
-    K8sError,
-    client_from_params,
-    kubeconfig_secrets,
-    require_kubernetes,
+    module_client,
+    run_cluster_module,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s_args import KUBECONFIG_ARG_SPEC
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._smoke import (
@@ -279,13 +277,12 @@ def _terminate(signum, frame):  # Ansible's timeout and Ctrl-C end the module wi
 def execute_module(module, client=None):
     p = module.params
     _check_params(p)
-    module.no_log_values.update(kubeconfig_secrets(p["kubeconfig"]))
     mode = MODES[p["mode"]]
     image = p["image"] or mode["image"]
     command = p["command"] if p["command"] is not None else mode["command"]
     expected = p["expected_output"] if p["expected_output"] is not None else mode["expected_output"]
     tolerations = p["tolerations"] if p["tolerations"] is not None else list(DEFAULT_TOLERATIONS)
-    client = client or client_from_params(p)
+    client = client or module_client(module)
 
     nodes = client.list_core("nodes", label_selector=p["label_selector"], page_size=2000)
     selected = select_nodes(
@@ -364,19 +361,20 @@ def execute_module(module, client=None):
     )
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=argspec(), supports_check_mode=True, mutually_exclusive=[("sample", "percent")]
-    )
-    require_kubernetes(module)
+def execute_or_fail(module):
     try:
         execute_module(module)
     except SmokeError as exc:
         module.fail_json(msg=str(exc))
-    except K8sError as exc:
-        module.fail_json(msg=exc.msg, status=exc.status)
     except KeyboardInterrupt as exc:
         module.fail_json(msg="interrupted (%s); this run's pods were deleted" % exc)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=argspec(), supports_check_mode=True, mutually_exclusive=[("sample", "percent")]
+    )
+    run_cluster_module(module, execute_or_fail)
 
 
 if __name__ == "__main__":

@@ -219,9 +219,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (
     K8sError,
-    client_from_params,
-    kubeconfig_secrets,
-    require_kubernetes,
+    module_client,
+    run_cluster_module,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s_args import KUBECONFIG_ARG_SPEC
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._triage import Triage, diagnose
@@ -272,8 +271,7 @@ def execute_module(module):
     target, error = target_of(params)
     if error:
         module.fail_json(msg=error)
-    module.no_log_values.update(kubeconfig_secrets(params["kubeconfig"]))
-    client = client_from_params(params)
+    client = module_client(module)
     triage = Triage(
         client,
         operator_namespace=params["operator_namespace"],
@@ -304,11 +302,7 @@ def main():
         required_one_of=[("pod", "namespace", "node")],
         supports_check_mode=True,
     )
-    require_kubernetes(module)
-    try:
-        execute_module(module)
-    except K8sError as exc:
-        module.fail_json(msg=exc.msg, status=exc.status)
+    run_cluster_module(module, execute_module)
 
 
 if __name__ == "__main__":

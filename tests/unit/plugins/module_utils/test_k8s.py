@@ -276,3 +276,39 @@ def test_missing_kubernetes_library_fails_the_module_with_the_standard_message(m
     with pytest.raises(SystemExit) as exc:
         _k8s.require_kubernetes(Module())
     assert "Failed to import the required Python library (kubernetes)" in exc.value.args[0]["msg"]
+
+
+class FakeModule:
+    def __init__(self, **params):
+        self.params, self.no_log_values, self.failed = params, set(), None
+
+    def fail_json(self, **kwargs):
+        self.failed = kwargs
+        raise SystemExit(1)
+
+
+def test_module_client_marks_inline_kubeconfig_secrets_no_log_before_connecting(monkeypatch):
+    module = FakeModule(kubeconfig={"users": [{"name": "a", "user": {"token": "t0k"}}]})
+    seen = []
+    monkeypatch.setattr(_k8s, "client_from_params", lambda params, retry=None: seen.append(set(module.no_log_values)))
+    _k8s.module_client(module)
+    assert seen == [{"t0k"}]
+
+
+def test_run_cluster_module_turns_a_k8s_error_into_fail_json_with_its_message_and_status():
+    module = FakeModule()
+
+    def execute(mod):
+        raise _k8s.K8sError("nodes is forbidden: grant list on nodes (docs/rbac.yml)", 403)
+
+    with pytest.raises(SystemExit):
+        _k8s.run_cluster_module(module, execute)
+    assert module.failed == {"msg": "nodes is forbidden: grant list on nodes (docs/rbac.yml)", "status": 403}
+
+
+def test_run_cluster_module_fails_before_executing_when_the_kubernetes_library_is_missing(monkeypatch):
+    monkeypatch.setattr(_k8s, "HAS_KUBERNETES", False)
+    module, ran = FakeModule(), []
+    with pytest.raises(SystemExit):
+        _k8s.run_cluster_module(module, ran.append)
+    assert ran == [] and "(kubernetes)" in module.failed["msg"]

@@ -15,6 +15,7 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 from kubernetes import client as k8s_client
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _k8s
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import K8sClient, RetryPolicy
 
 
@@ -36,8 +37,11 @@ def page(items, query):
 
 def run_module(module, monkeypatch, args, server=None, check=False):
     """Run ``module.main()`` with ``args``; returns the exit_json/fail_json keywords plus ``_kind`` ("exit" or "fail")
-    and ``_no_log`` (the values the module marked no_log). With ``server``, the module's ``client_from_params``
-    returns a client (one attempt, no retries) whose requests go to ``server``."""
+    and ``_no_log`` (the values the module marked no_log).
+
+    With ``server``, ``_k8s.client_from_params`` (the modules reach it through ``_k8s.module_client``) returns a
+    client (one attempt, no retries) whose requests go to ``server``.
+    """
     if server is not None:
 
         def fake_client(params, retry=None):
@@ -45,7 +49,7 @@ def run_module(module, monkeypatch, args, server=None, check=False):
             cfg.host = "https://api.test"
             return K8sClient(cfg, retry=RetryPolicy(attempts=1), pool_manager=server)
 
-        monkeypatch.setattr(module, "client_from_params", fake_client)
+        monkeypatch.setattr(_k8s, "client_from_params", fake_client)
     outcome = {}
 
     def capture(kind):
