@@ -21,31 +21,20 @@ afterwards. Prints figures; never run from the test suite.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-COLLECTIONS = ROOT / "build" / "collections"
-LINK = COLLECTIONS / "ansible_collections" / "gpuops" / "gpu_operator"
-if not LINK.exists():
-    LINK.parent.mkdir(parents=True, exist_ok=True)
-    LINK.symlink_to(ROOT)
-sys.path.insert(0, str(COLLECTIONS))
+# _common (bench/_common.py) first: it makes the collection and tests.* importable
+from _common import COLLECTIONS, K8sClient, new_client, parser, scale_testbed
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (  # noqa: E402
-    K8sClient,
-    load_configuration,
-)
-from ansible_collections.gpuops.gpu_operator.plugins.modules.gpu_cluster_info import gather  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.modules.gpu_cluster_info import gather
 
 OPERANDS = [
     "nvidia-driver-daemonset",
@@ -57,10 +46,6 @@ OPERANDS = [
     "nvidia-mig-manager",
 ]
 NAMESPACE = "gpu-operator"
-
-
-def new_client(kubeconfig):
-    return K8sClient(load_configuration(kubeconfig=kubeconfig), timeout=120)
 
 
 def floor(kubeconfig):
@@ -236,8 +221,7 @@ def seed_operands(admin_kubeconfig, per_node):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    ap.add_argument("--state-dir", help="a running test bed (python -m tests.sim up --profile scale-1000)")
+    ap = parser(__doc__)
     ap.add_argument("--operands-per-node", type=int, default=7, choices=range(0, len(OPERANDS) + 1))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-loop", action="store_true", help="skip the (slow) per-node loops")
@@ -249,19 +233,7 @@ def main():
     )
     opts = ap.parse_args()
 
-    owned = None
-    state_dir = opts.state_dir
-    if not state_dir:
-        owned = tempfile.mkdtemp(prefix="gpuops-bench-")
-        state_dir = os.path.join(owned, "bed")
-        print("starting scale-1000 test bed in %s ..." % state_dir, flush=True)
-        subprocess.run(
-            [sys.executable, "-m", "tests.sim", "up", "--profile", "scale-1000", "--state-dir", state_dir],
-            cwd=ROOT,
-            check=True,
-            timeout=1800,
-        )
-    try:
+    with scale_testbed(opts.state_dir) as state_dir:
         state = json.loads(Path(state_dir, "state.json").read_text())
         admin, sa = state["kubeconfig"], state["sa_kubeconfig"]
         gpu_nodes = seed_operands(admin, opts.operands_per_node)
@@ -328,14 +300,6 @@ def main():
         )
         typed = rows["typed models (floor LISTs)"][0]
         print("  typed model decoding / raw JSON    = %.1fx for the same LISTs" % (typed / base))
-    finally:
-        if owned:
-            subprocess.run(
-                [sys.executable, "-m", "tests.sim", "down", "--state-dir", state_dir],
-                cwd=ROOT,
-                check=False,
-                timeout=300,
-            )
 
 
 if __name__ == "__main__":

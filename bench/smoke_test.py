@@ -18,29 +18,15 @@ afterwards. Prints figures; never run from the test suite.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import subprocess
-import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-COLLECTIONS = ROOT / "build" / "collections"
-LINK = COLLECTIONS / "ansible_collections" / "gpuops" / "gpu_operator"
-if not LINK.exists():
-    LINK.parent.mkdir(parents=True, exist_ok=True)
-    LINK.symlink_to(ROOT)
-sys.path.insert(0, str(COLLECTIONS))
+# _common (bench/_common.py) first: it makes the collection and tests.* importable
+from _common import new_client, parser, scale_testbed
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (  # noqa: E402
-    K8sClient,
-    load_configuration,
-)
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._smoke import (  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._smoke import (
     SmokeRun,
     pod_spec,
     run_selector,
@@ -49,10 +35,6 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._smoke import 
 
 NAMESPACE = "default"
 KWOK_LOG = "ran under kwok"
-
-
-def new_client(kubeconfig):
-    return K8sClient(load_configuration(kubeconfig=kubeconfig), timeout=120)
 
 
 def gpu_nodes(kubeconfig, limit):
@@ -95,25 +77,12 @@ def module_run(kubeconfig, nodes):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    ap.add_argument("--state-dir", help="a running test bed (python -m tests.sim up --profile scale-1000)")
+    ap = parser(__doc__)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--nodes", type=int, default=1000)
     opts = ap.parse_args()
 
-    owned = None
-    state_dir = opts.state_dir
-    if not state_dir:
-        owned = tempfile.mkdtemp(prefix="gpuops-bench-")
-        state_dir = os.path.join(owned, "bed")
-        print("starting scale-1000 test bed in %s ..." % state_dir, flush=True)
-        subprocess.run(
-            [sys.executable, "-m", "tests.sim", "up", "--profile", "scale-1000", "--state-dir", state_dir],
-            cwd=ROOT,
-            check=True,
-            timeout=1800,
-        )
-    try:
+    with scale_testbed(opts.state_dir) as state_dir:
         state = json.loads(Path(state_dir, "state.json").read_text())
         sa = state["sa_kubeconfig"]
         nodes = gpu_nodes(sa, opts.nodes)
@@ -138,14 +107,6 @@ def main():
             "\ngpu_smoke_test / bare-pod floor = %.2fx at %d nodes  (target <= 2x: %s)"
             % (ratio, len(nodes), "PASS" if ratio <= 2 else "FAIL")
         )
-    finally:
-        if owned:
-            subprocess.run(
-                [sys.executable, "-m", "tests.sim", "down", "--state-dir", state_dir],
-                cwd=ROOT,
-                check=False,
-                timeout=300,
-            )
 
 
 if __name__ == "__main__":
