@@ -168,8 +168,10 @@ test: venv
 	echo "$$passed passed, 0 failed"
 
 # --- the main job -------------------------------------------------------------------------------------
+# SITE_PROFILE=demo-faults breaks three nodes (toolkit, device plugin, GPU health); `make site-down` first.
+SITE_PROFILE ?= demo
 site: collection-root sim-binaries nvml
-	cd $(REPO) && $(VENV)/bin/python -m tests.sim up --profile demo
+	cd $(REPO) && $(VENV)/bin/python -m tests.sim up --profile $(SITE_PROFILE)
 	cd $(REPO) && $(VENV)/bin/python -m tests.sim inventory > $(BUILD)/inventory.yml
 	cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/ansible-playbook -i $(BUILD)/inventory.yml playbooks/site.yml \
 		-e gpu_nvml_library=$(BUILD)/nvml/libnvidia-ml.so.1
