@@ -29,13 +29,8 @@ options:
         C(cuda_version), C(toolkit_env), C(skip), C(severity), C(user_checks) (the role's C(gpu_baseline_*) variables).
     type: dict
     required: true
-  user_checks:
-    description:
-      - User checks given apart from the options (the role passes C(gpu_baseline_user_checks) so), so that a
-        check's C(failed) template is rendered only when the check is evaluated. Replaces C(user_checks) in the
-        options when given.
-    type: list
-    elements: dict
+extends_documentation_fragment:
+  - gpuops.gpu_operator.baseline_user_checks
 """
 
 EXAMPLES = r"""

@@ -23,13 +23,8 @@ options:
     description: The options (the role's C(gpu_baseline_*) variables without the prefix).
     type: dict
     required: true
-  user_checks:
-    description:
-      - User checks given apart from the options (the role passes C(gpu_baseline_user_checks) so), so that a
-        check's C(failed) template is rendered only when the check is evaluated. Replaces C(user_checks) in the
-        options when given.
-    type: list
-    elements: dict
+extends_documentation_fragment:
+  - gpuops.gpu_operator.baseline_user_checks
 """
 
 EXAMPLES = r"""

@@ -32,13 +32,8 @@ options:
     description: The same options as P(gpuops.gpu_operator.baseline_host#filter).
     type: dict
     required: true
-  user_checks:
-    description:
-      - User checks given apart from the options (the role passes C(gpu_baseline_user_checks) so), so that a
-        check's C(failed) template is rendered only when the check is evaluated. Replaces C(user_checks) in the
-        options when given.
-    type: list
-    elements: dict
+extends_documentation_fragment:
+  - gpuops.gpu_operator.baseline_user_checks
 """
 
 EXAMPLES = r"""
