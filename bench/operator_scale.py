@@ -18,7 +18,6 @@ afterwards. Prints figures; never run from the test suite.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import os
@@ -28,14 +27,12 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "integration" / "operator"))
+# _common (bench/_common.py) first: it makes the collection and tests.* importable
+from _common import ROOT, parser, scale_testbed
 
-from simop_helpers import NS, Op, wait_for  # noqa: E402
-
-from tests.sim import profiles  # noqa: E402
-from tests.sim import testbed as tb  # noqa: E402
+from tests.integration.simop_helpers import NS, Op, wait_for
+from tests.sim import profiles
+from tests.sim import testbed as tb
 
 
 class Bed:
@@ -49,21 +46,12 @@ def _ts(value):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    ap.add_argument("--state-dir", help="a running test bed (python -m tests.sim up --profile scale-1000)")
-    opts = ap.parse_args()
-    owned = None
-    state_dir = opts.state_dir
-    if not state_dir:
-        owned = tempfile.mkdtemp(prefix="gpuops-bench-")
-        state_dir = os.path.join(owned, "bed")
-        print("starting scale-1000 test bed in %s ..." % state_dir, flush=True)
-        subprocess.run(
-            [sys.executable, "-m", "tests.sim", "up", "--profile", "scale-1000", "--state-dir", state_dir],
-            cwd=ROOT,
-            check=True,
-            timeout=1800,
-        )
+    opts = parser(__doc__).parse_args()
+    with scale_testbed(opts.state_dir) as state_dir:
+        run_benchmark(state_dir)
+
+
+def run_benchmark(state_dir):
     controller = None
     try:
         from kubernetes import config
@@ -133,13 +121,6 @@ def main():
         if controller is not None:
             controller.terminate()
             controller.wait(15)
-        if owned:
-            subprocess.run(
-                [sys.executable, "-m", "tests.sim", "down", "--state-dir", state_dir],
-                cwd=ROOT,
-                check=False,
-                timeout=300,
-            )
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ whole role over the test bed's inventory plus a host that has no node."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -19,28 +18,12 @@ import pytest
 import yaml
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _baseline as b
+from tests.integration.helpers import collection_env, module_runner
 from tests.sim import profiles
 from tests.sim import testbed as tb
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
-
-MODULE_PLAY = """
-- name: Read the cluster for the baseline
-  hosts: localhost
-  gather_facts: false
-  tasks:
-    - name: Run gpu_preflight_info
-      gpuops.gpu_operator.gpu_preflight_info: "{{ module_args }}"
-      register: info
-      ignore_errors: true
-    - name: Save the result
-      ansible.builtin.copy:
-        content: "{{ info | to_json }}"
-        dest: "{{ out }}"
-        mode: "0600"
-      check_mode: false
-"""
 
 ROLE_PLAY = """
 - name: Baseline host part
@@ -74,43 +57,13 @@ ROLE_PLAY = """
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
-    base = tmp_path_factory.mktemp("baseline")
-    link = base / "collections" / "ansible_collections" / "gpuops" / "gpu_operator"
-    link.parent.mkdir(parents=True)
-    link.symlink_to(REPO_ROOT)
-    return base
-
-
-def _env(base):
-    env = dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH=str(base / "collections"),
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_HOME=str(base / "ansible-home"),
-        ANSIBLE_LOCALHOST_WARNING="0",
-    )
-    env.pop("K8S_AUTH_KUBECONFIG", None)
-    return env
+    return tmp_path_factory.mktemp("baseline")
 
 
 @pytest.fixture(scope="module")
 def preflight(testbed, workdir):
     """preflight(check=False, **module_args) -> gpu_preflight_info's registered result."""
-    playbook = workdir / "module.yml"
-    playbook.write_text(MODULE_PLAY)
-
-    def run(check=False, **module_args):
-        module_args.setdefault("kubeconfig", testbed.sa_kubeconfig)
-        out = workdir / ("result-%s.json" % uuid.uuid4().hex[:8])
-        extra = {"module_args": module_args, "out": str(out), "ansible_python_interpreter": sys.executable}
-        cmd = [str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook), "-e", json.dumps(extra)]
-        if check:
-            cmd.append("--check")
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(workdir), timeout=300, check=False)
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        return json.loads(out.read_text())
-
-    return run
+    return module_runner(testbed, workdir, "gpu_preflight_info")
 
 
 def _rbac_permissions():
@@ -296,7 +249,7 @@ def test_the_role_reports_a_host_without_a_node(testbed, workdir):
     play.write_text(ROLE_PLAY % {"nvml": REPO_ROOT / "build/nvml/libnvidia-ml.so.1", "reports": reports})
     mark = testbed.audit_mark()
     cmd = [str(BIN / "ansible-playbook"), "-i", str(inv_path), str(play), "--check"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(workdir), timeout=600, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=collection_env(workdir), timeout=600, check=False)
     assert proc.returncode != 0, proc.stdout[-3000:]
     assert "GPU baseline fail (fail_on=fail): ghost-0" in proc.stdout
     report = json.loads((reports / "baseline.json").read_text())

@@ -2,79 +2,22 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 
+from tests.integration.helpers import module_runner
 from tests.sim import profiles
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
 READ_VERBS = {"get", "list"}
-
-PLAYBOOK = """
-- name: Read the GPU view
-  hosts: localhost
-  gather_facts: false
-  tasks:
-    - name: Run gpu_cluster_info
-      gpuops.gpu_operator.gpu_cluster_info: "{{ module_args }}"
-      register: info
-      ignore_errors: true
-    - name: Save the result
-      ansible.builtin.copy:
-        content: "{{ info | to_json }}"
-        dest: "{{ out }}"
-        mode: "0600"
-      check_mode: false
-"""
 
 
 @pytest.fixture(scope="module")
 def run_info(testbed, tmp_path_factory):
     """Returns run(check=False, **module_args) -> the registered result (dict)."""
-    base = tmp_path_factory.mktemp("cluster-info")
-    link = base / "collections" / "ansible_collections" / "gpuops" / "gpu_operator"
-    link.parent.mkdir(parents=True)
-    link.symlink_to(REPO_ROOT)
-    playbook = base / "play.yml"
-    playbook.write_text(PLAYBOOK)
-    bindir = Path(sys.executable).parent
-
-    def run(check=False, **module_args):
-        module_args.setdefault("kubeconfig", testbed.sa_kubeconfig)
-        out = base / ("result-%s.json" % uuid.uuid4().hex[:8])
-        extra = {"module_args": module_args, "out": str(out), "ansible_python_interpreter": sys.executable}
-        cmd = [
-            str(bindir / "ansible-playbook"),
-            "-i",
-            "localhost,",
-            "-c",
-            "local",
-            str(playbook),
-            "-e",
-            json.dumps(extra),
-        ]
-        if check:
-            cmd.append("--check")
-        env = dict(
-            os.environ,
-            ANSIBLE_COLLECTIONS_PATH=str(base / "collections"),
-            ANSIBLE_NOCOLOR="1",
-            ANSIBLE_HOME=str(base / "ansible-home"),
-            ANSIBLE_LOCALHOST_WARNING="0",
-        )
-        env.pop("K8S_AUTH_KUBECONFIG", None)
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, check=False)
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        return json.loads(out.read_text())
-
-    return run
+    return module_runner(testbed, tmp_path_factory.mktemp("cluster-info"), "gpu_cluster_info")
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,8 @@ import pathlib
 import urllib.request
 
 import pytest
-from simop_helpers import NS, wait_for
+
+from tests.integration.simop_helpers import NS, wait_for
 
 DRIVER_FAULTS = {
     "driver-crash-kernel-headers": "Could not resolve Linux kernel version",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from simop_helpers import NS, wait_for
+from tests.integration.simop_helpers import NS, wait_for
 
 OPERAND_DS = (
     "nvidia-driver-daemonset",

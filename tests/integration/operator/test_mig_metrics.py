@@ -6,8 +6,8 @@ import pathlib
 import time
 
 import pytest
-from simop_helpers import wait_for
 
+from tests.integration.simop_helpers import wait_for
 from tests.sim.operator import prometheus
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from simop_helpers import NodeRecorder, wait_for
+from tests.integration.simop_helpers import NodeRecorder, wait_for
 
 STATE = "nvidia.com/gpu-driver-upgrade-state"
 SKIP = "nvidia.com/gpu-driver-upgrade.skip"

@@ -16,6 +16,8 @@ import time
 import uuid
 from pathlib import Path
 
+from tests.integration.helpers import wait_for  # noqa: F401 (the tests import it from here)
+
 REPO_ROOT = Path(__file__).resolve().parents[3]
 NS = "gpu-operator"
 RELEASE = "gpu-operator"
@@ -38,17 +40,6 @@ PLAYBOOK = """
       check_mode: false
       diff: false
 """
-
-
-def wait_for(pred, timeout=30.0, interval=0.5, what="condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
 class Bed:

@@ -1,23 +1,12 @@
 """Workloads are placed by the real scheduler and driven through their lifecycle by kwok."""
 
-import time
 import uuid
 
 import pytest
 from kubernetes import client
 
+from tests.integration.helpers import wait_for
 from tests.sim import profiles
-
-
-def _wait(pred, timeout=90, interval=0.5, what="condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what}; last value {last!r}")
 
 
 @pytest.fixture
@@ -26,7 +15,7 @@ def ns(testbed):
     core = client.CoreV1Api(api)
     name = f"tb-{uuid.uuid4().hex[:8]}"
     core.create_namespace({"metadata": {"name": name}})
-    _wait(
+    wait_for(
         lambda: any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(name).items),
         60,
         what="default service account",
@@ -55,8 +44,9 @@ def test_deployment_reaches_running(testbed, ns):
             },
         },
     )
-    _wait(
+    wait_for(
         lambda: (client.AppsV1Api(api).read_namespaced_deployment("web", ns).status.ready_replicas or 0) == 3,
+        timeout=90,
         what="3 ready replicas",
     )
     pods = client.CoreV1Api(api).list_namespaced_pod(ns, label_selector="app=web").items
@@ -86,7 +76,7 @@ def test_daemonset_covers_schedulable_nodes(testbed, ns):
         st = client.AppsV1Api(api).read_namespaced_daemon_set("agent", ns).status
         return st.desired_number_scheduled == len(untainted) and st.number_ready == len(untainted)
 
-    _wait(ready, what=f"{len(untainted)} daemon pods ready")
+    wait_for(ready, timeout=90, what=f"{len(untainted)} daemon pods ready")
     pods = client.CoreV1Api(api).list_namespaced_pod(ns, label_selector="app=agent").items
     assert sorted(p.spec.node_name for p in pods) == sorted(untainted)
 
@@ -113,7 +103,9 @@ def test_gpu_pod_is_scheduled_on_gpu_node(testbed, ns):
             },
         },
     )
-    pod = _wait(lambda: _pod_in_phase(client.CoreV1Api(api), "cuda", ns, "Running"), what="GPU pod running")
+    pod = wait_for(
+        lambda: _pod_in_phase(client.CoreV1Api(api), "cuda", ns, "Running"), timeout=90, what="GPU pod running"
+    )
     assert pod.spec.node_name in gpu_nodes
 
 
@@ -137,8 +129,9 @@ def test_job_succeeds(testbed, ns):
             },
         },
     )
-    _wait(
+    wait_for(
         lambda: (client.BatchV1Api(api).read_namespaced_job("once", ns).status.succeeded or 0) == 2,
+        timeout=90,
         what="job succeeded",
     )
     job = client.BatchV1Api(api).read_namespaced_job("once", ns)
@@ -155,7 +148,7 @@ def test_smoke_test_pod_succeeds_and_has_logs(testbed, ns):
             "spec": _pod_spec(restartPolicy="Never"),
         },
     )
-    pod = _wait(lambda: _pod_in_phase(core, "smoke", ns, "Succeeded"), what="smoke-test pod Succeeded")
+    pod = wait_for(lambda: _pod_in_phase(core, "smoke", ns, "Succeeded"), timeout=90, what="smoke-test pod Succeeded")
     assert pod.status.container_statuses[0].state.terminated.exit_code == 0
     logs = core.read_namespaced_pod_log("smoke", ns)
     assert "gpuops test bed" in logs
@@ -173,5 +166,5 @@ def test_failing_smoke_test_pod(testbed, ns):
             "spec": _pod_spec(restartPolicy="Never"),
         },
     )
-    pod = _wait(lambda: _pod_in_phase(core, "smoke-bad", ns, "Failed"), what="smoke-test pod Failed")
+    pod = wait_for(lambda: _pod_in_phase(core, "smoke-bad", ns, "Failed"), timeout=90, what="smoke-test pod Failed")
     assert pod.status.container_statuses[0].state.terminated.exit_code == 1

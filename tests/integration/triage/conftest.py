@@ -1,100 +1,38 @@
 """Fixtures for the gpu_triage_info tests: the simulated operator, the module run as the least-privilege identity,
 throw-away namespaces, taints and CRDs that are always cleaned up.
 
-``gpu_operator`` is the operator tests' fixture (tests/integration/operator/conftest.py), loaded from that file
-rather than copied: it installs the stand-in chart and, on a test bed without the simulated operator, runs one.
+``gpu_operator`` comes from tests/integration/conftest.py: it installs the stand-in chart and, on a test bed
+without the simulated operator, runs one.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import os
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 
+from tests.integration.helpers import collection_env, module_runner
+from tests.integration.simop_helpers import wait_for
+
 REPO_ROOT = Path(__file__).resolve().parents[3]
-OPERATOR_TESTS = REPO_ROOT / "tests" / "integration" / "operator"
-
-if str(OPERATOR_TESTS) not in sys.path:
-    sys.path.insert(0, str(OPERATOR_TESTS))  # the operator conftest imports simop_helpers
-_spec = importlib.util.spec_from_file_location("gpuops_operator_conftest", OPERATOR_TESTS / "conftest.py")
-_operator_conftest = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_operator_conftest)
-gpu_operator = _operator_conftest.gpu_operator
-
-from simop_helpers import wait_for  # noqa: E402
-
-PLAYBOOK = """
-- name: Triage
-  hosts: localhost
-  gather_facts: false
-  tasks:
-    - name: Run gpu_triage_info
-      gpuops.gpu_operator.gpu_triage_info: "{{ module_args }}"
-      register: triage
-      ignore_errors: true
-    - name: Save the result
-      ansible.builtin.copy:
-        content: "{{ triage | to_json }}"
-        dest: "{{ out }}"
-        mode: "0600"
-      check_mode: false
-"""
 
 
 @pytest.fixture(scope="module")
 def ansible_env(tmp_path_factory):
     """``(env, base)``: a collection path holding this checkout, for ansible-playbook."""
     base = tmp_path_factory.mktemp("triage")
-    link = base / "collections" / "ansible_collections" / "gpuops" / "gpu_operator"
-    link.parent.mkdir(parents=True)
-    link.symlink_to(REPO_ROOT)
-    env = dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH=str(base / "collections"),
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_HOME=str(base / "ansible-home"),
-        ANSIBLE_LOCALHOST_WARNING="0",
-        ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
-    )
-    env.pop("K8S_AUTH_KUBECONFIG", None)
-    env.pop("KUBECONFIG", None)
-    return env, base
+    return collection_env(base), base
 
 
 @pytest.fixture(scope="module")
 def triage(testbed, ansible_env):
     """``triage(**module_args)`` -> the module's result, run by ansible-playbook as the least-privilege identity."""
-    env, base = ansible_env
-    playbook = base / "triage.yml"
-    playbook.write_text(PLAYBOOK)
-    bindir = Path(sys.executable).parent
+    run_module = module_runner(testbed, ansible_env[1], "gpu_triage_info")
 
     def run(check=False, **module_args):
-        module_args.setdefault("kubeconfig", testbed.sa_kubeconfig)
-        out = base / ("result-%s.json" % uuid.uuid4().hex[:8])
-        extra = {"module_args": module_args, "out": str(out), "ansible_python_interpreter": sys.executable}
-        cmd = [
-            str(bindir / "ansible-playbook"),
-            "-i",
-            "localhost,",
-            "-c",
-            "local",
-            str(playbook),
-            "-e",
-            json.dumps(extra),
-        ]
-        if check:
-            cmd.append("--check")
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, check=False)
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        result = json.loads(out.read_text())
+        result = run_module(check=check, **module_args)
         assert not result.get("failed"), result.get("msg")
         return result
 

@@ -5,7 +5,8 @@ a GPU pod that can only go to the broken node. The module runs as the least-priv
 from __future__ import annotations
 
 import pytest
-from simop_helpers import wait_for
+
+from tests.integration.simop_helpers import wait_for
 
 DRIVER_FAULTS = {
     # fault -> (text of the last termination message, the fix names)

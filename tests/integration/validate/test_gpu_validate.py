@@ -11,9 +11,9 @@ import datetime
 import pathlib
 
 import pytest
-from simop_helpers import wait_for
 from validate_helpers import Validate
 
+from tests.integration.simop_helpers import wait_for
 from tests.sim.operator import prometheus
 
 DEPLOY_DCGM = "nvidia.com/gpu.deploy.dcgm-exporter"

@@ -1,4 +1,5 @@
-"""Helpers for the simulated GPU Operator integration tests (imported by conftest.py and the tests)."""
+"""Helpers for the tests that run the simulated GPU Operator (the ``gpu_operator`` fixture in
+tests/integration/conftest.py returns an :class:`Op`); import as ``tests.integration.simop_helpers``."""
 
 from __future__ import annotations
 
@@ -6,19 +7,16 @@ import subprocess
 import threading
 import time
 
+from tests.integration import helpers
+
 NS = "gpu-operator"
 GROUP, CP_VER, CP_PLURAL = "nvidia.com", "v1", "clusterpolicies"
 
 
 def wait_for(pred, timeout=30.0, interval=0.2, what="condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+    """:func:`tests.integration.helpers.wait_for`, polling every 0.2 s by default (the simulated operator reacts
+    within a fraction of a second)."""
+    return helpers.wait_for(pred, timeout, interval, what)
 
 
 class Op:
