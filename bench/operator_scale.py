@@ -21,16 +21,14 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 # _common (bench/_common.py) first: it makes the collection and tests.* importable
-from _common import ROOT, parser, scale_testbed
+from _common import parser, scale_testbed
 
-from tests.integration.simop_helpers import NS, Op, wait_for
+from tests.integration.simop_helpers import NS, Op, simulated_operator, wait_for
 from tests.sim import profiles
 from tests.sim import testbed as tb
 
@@ -52,25 +50,14 @@ def main():
 
 
 def run_benchmark(state_dir):
-    controller = None
-    try:
-        from kubernetes import config
+    from kubernetes import config
 
-        state = tb.State(Path(state_dir)).load()
-        bed = Bed(state)
-        api = config.new_client_from_config(config_file=bed.kubeconfig)
-        prof = profiles.load(state.data.get("profile_source") or state.data["profile"])
-        work = Path(tempfile.mkdtemp(prefix="gpuops-simop-"))
-        if not any(n == "gpu-operator-sim" and ok for n, _c, ok in state.check()):
-            log = open(work / "gpu-operator-sim.log", "ab")  # noqa: SIM115 (handed to the child process)
-            controller = subprocess.Popen(
-                [sys.executable, "-m", "tests.sim.operator", "--kubeconfig", bed.kubeconfig, "--state-dir", str(work)],
-                cwd=ROOT,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            wait_for((work / "dcgm-exporter.url").exists, 60, what="simulated operator start")
+    state = tb.State(Path(state_dir)).load()
+    bed = Bed(state)
+    api = config.new_client_from_config(config_file=bed.kubeconfig)
+    prof = profiles.load(state.data.get("profile_source") or state.data["profile"])
+    work = Path(tempfile.mkdtemp(prefix="gpuops-simop-"))
+    with simulated_operator(state, bed.kubeconfig, work, start_timeout=60):
         helm_env = {
             **os.environ,
             **{k: str(work / k.lower()) for k in ("HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME")},
@@ -117,10 +104,6 @@ def run_benchmark(state_dir):
         print("every GPU advertised, ClusterPolicy ready after %.1fs" % t_adv)
         print("advertised / floor = %.2fx  (the poll interval of this benchmark is 5 s)" % (t_adv / t_floor))
         op.helm("uninstall", "gpu-operator", "-n", NS, "--wait", check=False)
-    finally:
-        if controller is not None:
-            controller.terminate()
-            controller.wait(15)
 
 
 if __name__ == "__main__":

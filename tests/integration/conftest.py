@@ -22,7 +22,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from tests.integration.simop_helpers import NS, Op, wait_for  # noqa: E402
+from tests.integration.simop_helpers import NS, Op, simulated_operator  # noqa: E402
 from tests.sim import profiles  # noqa: E402
 from tests.sim import testbed as tb  # noqa: E402
 
@@ -188,45 +188,22 @@ def gpu_operator(testbed, tmp_path_factory):
     prof = profiles.load(st.data.get("profile_source") or testbed.profile)
     _annotate_from_profile(core, prof)
     work = tmp_path_factory.mktemp("simop")
-    proc = None
-    running = any(n == "gpu-operator-sim" and ok for n, _c, ok in st.check())
-    state_dir = Path(testbed.state_dir)
-    if not running:
-        state_dir = work
-        log = open(work / "gpu-operator-sim.log", "ab")  # noqa: SIM115 (handed to the child process)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.sim.operator", "--kubeconfig", testbed.kubeconfig, "--state-dir", str(work)],
-            cwd=REPO_ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    with simulated_operator(st, testbed.kubeconfig, work) as state_dir:
+        helm_env = {
+            **os.environ,
+            "HELM_CACHE_HOME": str(work / "helm-cache"),
+            "HELM_CONFIG_HOME": str(work / "helm-config"),
+            "HELM_DATA_HOME": str(work / "helm-data"),
+        }
+        op = Op(testbed, api, prof, helm_env, state_dir)
         try:
-            wait_for((work / "dcgm-exporter.url").exists, 30, what="simulated operator start")
-        except AssertionError:
-            proc.kill()
-            raise
-    helm_env = {
-        **os.environ,
-        "HELM_CACHE_HOME": str(work / "helm-cache"),
-        "HELM_CONFIG_HOME": str(work / "helm-config"),
-        "HELM_DATA_HOME": str(work / "helm-data"),
-    }
-    op = Op(testbed, api, prof, helm_env, state_dir)
-    try:
-        op.helm("uninstall", "gpu-operator", "-n", NS, "--wait", check=False)  # clean slate
-        op.install()
-        yield op
-    finally:
-        for n in op.gpu_nodes:
-            try:
-                core.patch_node(n, {"metadata": {"annotations": {"sim.gpuops.io/fault": None}}})
-            except Exception:
-                pass
-        op.helm("uninstall", "gpu-operator", "-n", NS, "--wait", check=False)
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            op.helm("uninstall", "gpu-operator", "-n", NS, "--wait", check=False)  # clean slate
+            op.install()
+            yield op
+        finally:
+            for n in op.gpu_nodes:
+                try:
+                    core.patch_node(n, {"metadata": {"annotations": {"sim.gpuops.io/fault": None}}})
+                except Exception:
+                    pass
+            op.helm("uninstall", "gpu-operator", "-n", NS, "--wait", check=False)

@@ -3,12 +3,16 @@ tests/integration/conftest.py returns an :class:`Op`); import as ``tests.integra
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 from tests.integration import helpers
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
 NS = "gpu-operator"
 GROUP, CP_VER, CP_PLURAL = "nvidia.com", "v1", "clusterpolicies"
 
@@ -17,6 +21,35 @@ def wait_for(pred, timeout=30.0, interval=0.2, what="condition"):
     """:func:`tests.integration.helpers.wait_for`, polling every 0.2 s by default (the simulated operator reacts
     within a fraction of a second)."""
     return helpers.wait_for(pred, timeout, interval, what)
+
+
+@contextlib.contextmanager
+def simulated_operator(state, kubeconfig, work, start_timeout=30):
+    """The simulated GPU Operator on a test bed (``state``: its loaded tests.sim.testbed.State).
+
+    Yields the directory the operator writes its state to (``dcgm-exporter.url``, ...): the bed's own when the bed
+    already runs one, else ``work``, where one is started against ``kubeconfig`` and stopped when the block ends.
+    """
+    if any(n == "gpu-operator-sim" and ok for n, _c, ok in state.check()):
+        yield Path(state.dir)
+        return
+    with open(work / "gpu-operator-sim.log", "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.sim.operator", "--kubeconfig", kubeconfig, "--state-dir", str(work)],
+            cwd=REPO_ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_for((work / "dcgm-exporter.url").exists, start_timeout, what="simulated operator start")
+        yield work
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 class Op:

@@ -6,13 +6,12 @@ See operator_install_helpers.py for how the automation runs (ansible-playbook, l
 from __future__ import annotations
 
 import site
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from operator_install_helpers import PLAYBOOK, REPO_ROOT, Bed, wait_for
+from operator_install_helpers import PLAYBOOK, REPO_ROOT, Bed
 
+from tests.integration import simop_helpers
 from tests.sim import testbed as tb
 
 
@@ -20,27 +19,8 @@ from tests.sim import testbed as tb
 def simulated_operator(testbed, tmp_path_factory):
     """The simulated GPU Operator: the bed's own when it runs one, else one started for this session."""
     st = tb.State(testbed.state_dir).load()
-    if any(n == "gpu-operator-sim" and ok for n, _c, ok in st.check()):
+    with simop_helpers.simulated_operator(st, testbed.kubeconfig, tmp_path_factory.mktemp("operator-install-simop")):
         yield
-        return
-    work = tmp_path_factory.mktemp("operator-install-simop")
-    with open(work / "gpu-operator-sim.log", "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.sim.operator", "--kubeconfig", testbed.kubeconfig, "--state-dir", str(work)],
-            cwd=REPO_ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        wait_for((work / "dcgm-exporter.url").exists, 30, what="simulated operator start")
-        yield
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture(scope="module")
