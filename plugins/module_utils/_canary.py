@@ -249,8 +249,19 @@ class Canary:
         rest = P.interleave_pools([n for n in movable if n not in canary], pools.get)
         return canary, rest, excluded
 
-    def plan(self, driver_version, chart_version, canary_nodes, canary_selector, waves, exclude=(), wait_selector=""):
+    def plan(
+        self,
+        driver_version,
+        chart_version,
+        canary_nodes,
+        canary_selector,
+        waves,
+        exclude=(),
+        wait_selector="",
+        cuda_images=(),
+    ):
         """Read the cluster and the record; returns the plan (what every step will do) with the gate."""
+        cuda_rules = P.cuda_image_rules(cuda_images)
         nodes = self.nodes()
         cp = self.cluster_policy()
         if cp is None:
@@ -299,7 +310,17 @@ class Canary:
             ][:1],
         }
         tolerations["nfd_worker"] = tolerations["nfd_worker"][0] if tolerations["nfd_worker"] else []
-        gate = P.gate(nodes, self.all_pods(), self.pdbs(), planned, record, self.taint_key, wait_selector)
+        gate = P.gate(
+            nodes,
+            self.all_pods(),
+            self.pdbs(),
+            planned,
+            record,
+            self.taint_key,
+            wait_selector,
+            target_driver=target["driver_version"],
+            cuda_rules=cuda_rules,
+        )
         status = {w["index"]: w.get("status", P.WAVE_PENDING) for w in record["waves"]}
         plan = {
             "resumed": bool(resumed),

@@ -15,6 +15,7 @@ import json
 import math
 import re
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _compat as compat
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._cluster_view import (
     GPU_RESOURCE,
     UPGRADE_SKIP_LABEL,
@@ -257,13 +258,16 @@ def taints_without(taints, key, effect):
 # ---------------------------------------------------------------------------------------------- gate
 
 
-def _pod_requests_gpu(pod):
-    for c in (pod.get("spec") or {}).get("containers") or []:
-        res = c.get("resources") or {}
-        for key in list(res.get("limits") or {}) + list(res.get("requests") or {}):
-            if key == GPU_RESOURCE or key.startswith("nvidia.com/gpu") or key.startswith("nvidia.com/mig-"):
-                return True
+def _container_requests_gpu(container):
+    res = container.get("resources") or {}
+    for key in list(res.get("limits") or {}) + list(res.get("requests") or {}):
+        if key == GPU_RESOURCE or key.startswith("nvidia.com/gpu") or key.startswith("nvidia.com/mig-"):
+            return True
     return False
+
+
+def _pod_requests_gpu(pod):
+    return any(_container_requests_gpu(c) for c in (pod.get("spec") or {}).get("containers") or [])
 
 
 def active_gpu_pods(pods, nodes=None):
@@ -367,13 +371,130 @@ def pod_ref(pod):
     return "%s/%s" % (_meta(pod).get("namespace"), name_of(pod))
 
 
-def gate(nodes, pods, pdbs, planned, record, taint_key, wait_selector=""):
+#: NVIDIA CUDA images (``nvidia/cuda`` on Docker Hub, ``nvcr.io/nvidia/cuda``, or a mirror that keeps the path):
+#: the tag starts with the CUDA version, e.g. ``12.4.1-base-ubuntu22.04`` or ``13.0.0-runtime-ubuntu24.04``.
+_NVIDIA_CUDA_REPO = re.compile(r"(^|/)nvidia/cuda$")
+_CUDA_TAG = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)*(?:-|$)")
+_CUDA_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)*$")
+
+
+def split_image(image):
+    """``"nvcr.io/nvidia/cuda:12.4.1-base@sha256:..."`` -> ``("nvcr.io/nvidia/cuda", "12.4.1-base")``; the tag
+    is ``None`` when there is none (a registry port is not a tag)."""
+    ref = str(image or "").split("@", 1)[0]
+    repo, _sep, tag = ref.rpartition(":")
+    if not repo or "/" in tag:
+        return ref, None
+    return repo, tag
+
+
+def cuda_image_rules(entries):
+    """Compile the user's ``cuda_images`` entries (``{image: regex, cuda: "12.4"}``; without ``cuda`` the regex
+    captures the version in a group named ``cuda`` or its first group) as ``[(regex, cuda or None, text)]``."""
+    rules = []
+    for i, entry in enumerate(entries or []):
+        if not isinstance(entry, dict) or not entry.get("image"):
+            raise PlanError(
+                "cuda_images[%d] needs an image regex, e.g. {image: '^registry.example/ml/', cuda: '12.4'}" % i
+            )
+        try:
+            rx = re.compile(str(entry["image"]))
+        except re.error as e:
+            raise PlanError(
+                "cuda_images[%d].image %r is not a regular expression: %s" % (i, entry["image"], e)
+            ) from None
+        cuda = entry.get("cuda")
+        if cuda is not None and not _CUDA_VERSION.match(str(cuda)):
+            raise PlanError("cuda_images[%d].cuda %r is not a CUDA version like 12.4" % (i, cuda))
+        if cuda is None and not rx.groups:
+            raise PlanError(
+                "cuda_images[%d] has no cuda and its regex %r captures nothing: add cuda: '12.4' or a group "
+                "(?P<cuda>\\d+\\.\\d+)" % (i, entry["image"])
+            )
+        rules.append((rx, None if cuda is None else str(cuda), str(entry["image"])))
+    return rules
+
+
+def _major_minor(text):
+    m = _CUDA_VERSION.match(str(text or "").strip())
+    return "%s.%s" % (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def image_cuda(image, rules=()):
+    """``(cuda major.minor, how it is known)`` for an image reference, or ``(None, why not)``: the user's rules
+    first (in order), then the NVIDIA CUDA image tag. Nothing is guessed."""
+    for rx, cuda, text in rules or ():
+        m = rx.search(str(image or ""))
+        if not m:
+            continue
+        if cuda is None:
+            found = m.groupdict().get("cuda") or (m.group(1) if rx.groups else None)
+            cuda = _major_minor(found)
+            if cuda is None:
+                return None, "cuda_images rule %r matched but captured %r, not a CUDA version" % (text, found)
+        return _major_minor(cuda), "cuda_images rule %r" % text
+    repo, tag = split_image(image)
+    if _NVIDIA_CUDA_REPO.search(repo):
+        m = _CUDA_TAG.match(tag or "")
+        if m:
+            return "%d.%d" % (int(m.group(1)), int(m.group(2))), "NVIDIA CUDA image tag"
+        return None, "NVIDIA CUDA image without a version tag"
+    return None, "not an NVIDIA CUDA image and no cuda_images rule matches"
+
+
+def cuda_check(pods, planned, target_driver, rules=(), min_driver=compat.min_driver_for_cuda):
+    """The CUDA versions of the GPU containers of running pods on ``planned`` nodes against ``target_driver``:
+    ``{"target_driver", "workloads", "unknown", "failures"}``. A container whose CUDA version is not knowable
+    (or not in the compatibility matrix) is listed in ``unknown`` and fails nothing; without a target driver
+    (a chart-only upgrade) the versions are listed and nothing is compared."""
+    workloads, unknown, failures = [], [], []
+    for pod in active_gpu_pods(pods, None if planned is None else set(planned)):
+        for c in (pod.get("spec") or {}).get("containers") or []:
+            if not _container_requests_gpu(c):
+                continue
+            image = c.get("image") or ""
+            entry = {
+                "pod": pod_ref(pod),
+                "node": (pod.get("spec") or {}).get("nodeName"),
+                "container": c.get("name"),
+                "image": image,
+            }
+            cuda, how = image_cuda(image, rules)
+            required = None
+            if cuda is not None:
+                try:
+                    required = min_driver(cuda)
+                except compat.CompatError as e:
+                    how = str(e)
+            if required is None:
+                unknown.append(dict(entry, cuda=cuda, severity="info", reason="unknown CUDA: %s" % how))
+                continue
+            ok = None if not target_driver else compat.driver_at_least(target_driver, required)
+            workloads.append(dict(entry, cuda=cuda, source=how, required_driver=required, ok=ok))
+            if ok is False:
+                failures.append(
+                    "pod %s (container %s, image %s) runs CUDA %s, which needs driver %s or later; the target "
+                    "driver %s is older: upgrade to a driver >= %s, move the workload off the planned nodes, or "
+                    "exclude its node"
+                    % (entry["pod"], entry["container"], image, cuda, required, target_driver, required)
+                )
+    return {
+        "target_driver": target_driver or None,
+        "workloads": sorted(workloads, key=lambda w: (w["pod"], w["container"] or "")),
+        "unknown": sorted(unknown, key=lambda w: (w["pod"], w["container"] or "")),
+        "failures": failures,
+    }
+
+
+def gate(nodes, pods, pdbs, planned, record, taint_key, wait_selector="", target_driver=None, cuda_rules=()):
     """The cluster part of the gate: ``{"passed", "failures", "pdbs", "gpu_jobs", "cordoned"}``.
 
     Fails on a planned node in ``upgrade-failed`` that this run did not leave there (the record's failed wave
     is ours to retry) and on a planned node cordoned by someone else (it eats ``maxUnavailable`` of the
     operator's upgrade controller). Lists the PodDisruptionBudgets that cover GPU pods on planned nodes and the
-    GPU jobs there (those that match the waitForCompletion selector are waited for).
+    GPU jobs there (those that match the waitForCompletion selector are waited for). Fails when a running GPU
+    workload on a planned node needs a newer driver than ``target_driver`` for its image's CUDA version
+    (``cuda``, see :func:`cuda_check`).
     """
     planned = set(planned)
     ours_failed = set()
@@ -426,12 +547,15 @@ def gate(nodes, pods, pdbs, planned, record, taint_key, wait_selector=""):
         for ref, pdb in sorted(covered.items())
     ]
     del taint_key  # the canary taint of an interrupted run is expected, not a gate failure
+    cuda = cuda_check(pods, planned, target_driver, cuda_rules)
+    failures.extend(cuda["failures"])
     return {
         "passed": not failures,
         "failures": failures,
         "cordoned": cordoned,
         "pdbs": pdb_list,
         "gpu_jobs": sorted(jobs, key=lambda j: j["pod"]),
+        "cuda": cuda,
     }
 
 

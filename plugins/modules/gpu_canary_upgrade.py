@@ -137,6 +137,17 @@ options:
     description: Label selector of GPU pods that are always waited for, never evicted.
     type: str
     default: ''
+  cuda_images:
+    description:
+      - How the gate learns the CUDA version of GPU workload images that are not NVIDIA CUDA images (the tag of
+        C(nvidia/cuda) and C(nvcr.io/nvidia/cuda) images, such as V(12.4.1-base-ubuntu22.04), is read without a rule).
+      - Each entry has C(image), a Python regular expression searched in the image reference, and either C(cuda),
+        the CUDA version (V(12.4)) of the images it matches, or a group in the regex (named C(cuda), else the first)
+        that captures it. The first matching entry wins, before the NVIDIA tag rule.
+      - A GPU container whose CUDA version stays unknown is listed in C(plan.gate.cuda.unknown) and fails nothing.
+    type: list
+    elements: dict
+    default: []
   eviction_timeout:
     description: Seconds to wait for GPU pods to finish or be evicted before the wave aborts.
     type: int
@@ -195,14 +206,16 @@ plan:
   description:
     - The plan - C(target) and C(from) versions, C(mode) (V(clusterpolicy) or V(nvidiadriver)), C(taint), C(skip_label),
       C(waves) (C(index), C(name), C(nodes), C(status), C(taint)), C(next_wave), C(unplanned), C(excluded), C(resumed),
-      C(phase), and C(gate) (C(passed), C(failures), C(cordoned), C(pdbs), C(gpu_jobs)).
+      C(phase), and C(gate) (C(passed), C(failures), C(cordoned), C(pdbs), C(gpu_jobs), and C(cuda) - C(target_driver),
+      C(workloads) with C(pod), C(node), C(container), C(image), C(cuda), C(required_driver), C(ok), and C(unknown)).
   returned: always
   type: dict
   sample:
     target: {driver_version: 610.57.04, chart_version: null}
     waves:
       - {index: 0, name: canary, nodes: [h100-0], status: pending, taint: "gpuops.io/canary-upgrade=canary:NoSchedule"}
-    gate: {passed: true, failures: [], pdbs: [], gpu_jobs: []}
+    gate:
+      {passed: true, failures: [], pdbs: [], gpu_jobs: [], cuda: {target_driver: 610.57.04, workloads: [], unknown: []}}
 record:
   description: The progress record after the step (as stored in the ConfigMap).
   returned: always
@@ -267,6 +280,7 @@ def argspec():
         wave=dict(type="int"),
         eviction=dict(type="str", default="evict", choices=["evict", "wait", "none"]),
         wait_for_completion_selector=dict(type="str", default=""),
+        cuda_images=dict(type="list", elements="dict", default=[]),
         eviction_timeout=dict(type="int", default=600),
         wave_timeout=dict(type="int", default=1800),
         proof_timeout=dict(type="int", default=180),
@@ -304,6 +318,7 @@ def execute(module, client, clock=time.time, sleep=time.sleep):
         p["waves"],
         exclude=p["exclude"],
         wait_selector=p["wait_for_completion_selector"],
+        cuda_images=p["cuda_images"],
     )
     result = {"plan": plan, "record": record, "changes": canary.changes}
     step = p["step"]

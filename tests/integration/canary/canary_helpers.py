@@ -157,16 +157,14 @@ class CanaryBed:
                 out[p.spec.node_name].extend(c.image for c in p.spec.containers)
         return {n: sorted(v) for n, v in out.items()}
 
-    def gpu_pod(self, name, node, labels):
+    def gpu_pod(self, name, node, labels, image="cuda:sample"):
         self.core.create_namespaced_pod(
             "default",
             {
                 "metadata": {"name": name, "labels": {**labels, "gpuops.io/canary-test": "true"}},
                 "spec": {
                     "nodeName": node,
-                    "containers": [
-                        {"name": "c", "image": "cuda:sample", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
-                    ],
+                    "containers": [{"name": "c", "image": image, "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
                 },
             },
         )

@@ -109,6 +109,27 @@ def test_a_foreign_cordon_fails_the_gate_before_any_write(clean):
         clean.core.patch_node("h100-5", {"spec": {"unschedulable": None}})
 
 
+def test_a_running_workloads_cuda_version_newer_than_the_target_driver_fails_the_gate_before_any_write(clean):
+    image = "nvcr.io/nvidia/cuda:13.0.0-base-ubuntu22.04"
+    clean.gpu_pod("cuda13", "h100-5", {"app": "cuda13"}, image=image)
+    clean.gpu_pod("custom", "a100-4", {"app": "custom"})  # cuda:sample - not knowable
+    try:
+        mark = clean.t.audit_mark()
+        r = clean.playbook(gpu_canary_upgrade_driver_version="570.72.01")
+        assert r.returncode != 0
+        assert "Canary upgrade gate failed" in r.output, r.output[-3000:]
+        assert (
+            "pod default/cuda13 (container c, image %s) runs CUDA 13.0, which needs driver 580.65.06 or later; "
+            "the target driver 570.72.01 is older" % image
+        ) in r.output
+        assert "unknown CUDA (info): default/custom (cuda:sample)" in r.output
+        assert "default/custom (container" not in r.output  # listed, never a failure
+        assert clean.t.audit_writes(mark) == []
+        assert clean.record() is None
+    finally:
+        clean.delete_gpu_workloads()
+
+
 def test_gpu_jobs_are_evicted_through_the_eviction_api_and_a_pdb_that_refuses_stops_the_canary(clean):
     before = clean.snapshot()
     clean.gpu_pod("evictable", "h100-0", {"app": "evictable"})

@@ -408,3 +408,31 @@ def test_the_module_refuses_to_prepare_when_the_gate_fails():
     with pytest.raises(CanaryAbort, match="h-2 is cordoned by someone else"):
         run_module(api, step="prepare")
     assert api.writes == []
+
+
+def test_the_module_refuses_to_prepare_when_a_running_workloads_cuda_needs_a_newer_driver():
+    api = FakeAPI(NAMES)
+    api.pods = [
+        {
+            "metadata": {"name": "trainer", "namespace": "default", "labels": {}},
+            "spec": {
+                "nodeName": "h-1",
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "registry.example.com/ml/trainer:v3",
+                        "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                    }
+                ],
+            },
+            "status": {"phase": "Running"},
+        }
+    ]
+    plan = run_module(api, step="plan", driver_version="570.1")["plan"]
+    assert plan["gate"]["passed"] and [u["pod"] for u in plan["gate"]["cuda"]["unknown"]] == ["default/trainer"]
+    rules = [{"image": "^registry\\.example\\.com/ml/trainer:", "cuda": "13.0"}]
+    with pytest.raises(CanaryAbort, match=r"default/trainer .*CUDA 13\.0, which needs driver 580\.65\.06.*570\.1"):
+        run_module(api, step="prepare", driver_version="570.1", cuda_images=rules)
+    assert api.writes == []
+    with pytest.raises(P.PlanError, match=r"cuda_images\[0\]"):
+        run_module(api, step="plan", cuda_images=[{"image": "("}])

@@ -177,6 +177,146 @@ def test_the_gate_lists_gpu_jobs_their_pdbs_and_which_are_waited_for():
     ]
 
 
+# ---------------------------------------------------------------------------------------------- gate: CUDA
+
+
+def cuda_pod(name, node_name, image, resource="nvidia.com/gpu", phase="Running"):
+    pod = gpu_pod(name, node_name, phase=phase)
+    pod["spec"]["containers"] = [
+        {"name": "sidecar", "image": "busybox:1.36"},
+        {"name": "main", "image": image, "resources": {"limits": {resource: "1"}}},
+    ]
+    return pod
+
+
+@pytest.mark.parametrize(
+    "image,cuda",
+    [
+        ("nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", "12.4"),
+        ("nvidia/cuda:13.0.0-runtime-ubuntu24.04", "13.0"),
+        ("docker.io/nvidia/cuda:11.8.0-cudnn8-devel-ubuntu22.04", "11.8"),
+        ("registry.local:5000/nvidia/cuda:12.8-base", "12.8"),
+        ("nvcr.io/nvidia/cuda:12.2.2-base-ubuntu22.04@sha256:" + "a" * 64, "12.2"),
+        ("nvcr.io/nvidia/cuda:12.10.0-base", "12.10"),
+    ],
+)
+def test_the_cuda_version_is_read_from_nvidia_cuda_image_tags(image, cuda):
+    assert P.image_cuda(image) == (cuda, "NVIDIA CUDA image tag")
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "nvcr.io/nvidia/cuda",  # no tag
+        "nvcr.io/nvidia/cuda:latest",
+        "nvcr.io/nvidia/cuda@sha256:" + "b" * 64,
+        "registry.local:5000/nvidia/cuda",  # a port is not a tag
+        "nvcr.io/nvidia/pytorch:24.05-py3",  # a date tag, not a CUDA version
+        "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0",
+        "example.com/notnvidia/cuda:12.4.1-base",
+        "cuda:sample",
+        "",
+    ],
+)
+def test_no_cuda_version_is_guessed_for_other_images(image):
+    cuda, why = P.image_cuda(image)
+    assert cuda is None and why
+
+
+def test_user_rules_give_the_cuda_version_of_other_images_and_come_first():
+    rules = P.cuda_image_rules(
+        [
+            {"image": r"^registry\.example\.com/ml/trainer:", "cuda": "12.6"},
+            {"image": r"cuda(?P<cuda>\d+\.\d+)"},
+            {"image": r"^nvcr\.io/nvidia/pytorch:24\.05", "cuda": "12.4.1"},
+        ]
+    )
+    assert P.image_cuda("registry.example.com/ml/trainer:v3", rules) == ("12.6", "cuda_images rule %r" % rules[0][2])
+    assert P.image_cuda("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0", rules)[0] == "12.5"
+    assert P.image_cuda("nvcr.io/nvidia/pytorch:24.05-py3", rules)[0] == "12.4"
+    assert P.image_cuda("nvcr.io/nvidia/cuda:13.0.0-base", rules) == ("13.0", "NVIDIA CUDA image tag")
+    # a rule that matches before the tag rule wins
+    first = P.cuda_image_rules([{"image": "nvidia/cuda", "cuda": "11.0"}])
+    assert P.image_cuda("nvidia/cuda:13.0.0-base", first)[0] == "11.0"
+    # a capture that is not a version is unknown, not guessed
+    bad = P.cuda_image_rules([{"image": r"trainer:(\w+)"}])
+    cuda, why = P.image_cuda("registry.example.com/ml/trainer:latest", bad)
+    assert cuda is None and "not a CUDA version" in why
+
+
+@pytest.mark.parametrize(
+    "entries,match",
+    [
+        ([{"cuda": "12.4"}], "needs an image regex"),
+        (["^x"], "needs an image regex"),
+        ([{"image": "("}], "not a regular expression"),
+        ([{"image": "^x", "cuda": "twelve"}], "not a CUDA version"),
+        ([{"image": "^x"}], "captures nothing"),
+    ],
+)
+def test_bad_cuda_image_rules_are_refused_with_the_entry_named(entries, match):
+    with pytest.raises(P.PlanError, match=match):
+        P.cuda_image_rules(entries)
+
+
+def test_the_gate_fails_when_the_target_driver_is_older_than_a_running_workloads_cuda_needs():
+    pods = [
+        cuda_pod("train", "n1", "nvcr.io/nvidia/cuda:13.0.0-base-ubuntu22.04"),
+        cuda_pod("mig", "n1", "nvidia/cuda:12.4.1-runtime-ubuntu22.04", resource="nvidia.com/mig-1g.10gb"),
+        cuda_pod("old", "n1", "nvcr.io/nvidia/cuda:12.0.1-base"),
+    ]
+    g = P.gate([node("n1")], pods, [], ["n1"], None, "k", target_driver="570.86.10")
+    assert not g["passed"]
+    assert len(g["failures"]) == 1
+    msg = g["failures"][0]
+    for part in ("default/train", "nvcr.io/nvidia/cuda:13.0.0-base-ubuntu22.04", "CUDA 13.0", "580.65.06", "570.86.10"):
+        assert part in msg, (part, msg)
+    by_pod = {w["pod"]: w for w in g["cuda"]["workloads"]}
+    assert by_pod["default/train"]["required_driver"] == "580.65.06" and by_pod["default/train"]["ok"] is False
+    # CUDA 12.4 needs the 12.x floor (525) under minor-version compatibility; 12.0 its GA driver
+    assert by_pod["default/mig"]["required_driver"] == "525" and by_pod["default/mig"]["ok"] is True
+    assert by_pod["default/old"]["required_driver"] == "525.60.13" and by_pod["default/old"]["ok"] is True
+    assert [w["container"] for w in g["cuda"]["workloads"]] == ["main"] * 3  # the sidecar requests no GPU
+    assert g["cuda"]["unknown"] == []
+
+
+def test_the_gate_passes_when_the_target_driver_meets_every_workloads_minimum():
+    pods = [
+        cuda_pod("train", "n1", "nvcr.io/nvidia/cuda:13.0.0-base-ubuntu22.04"),
+        cuda_pod("elsewhere", "other", "nvcr.io/nvidia/cuda:13.0.0-base-ubuntu22.04"),  # not a planned node
+        cuda_pod("done", "n1", "nvcr.io/nvidia/cuda:13.0.0-base-ubuntu22.04", phase="Succeeded"),
+    ]
+    g = P.gate([node("n1"), node("other")], pods, [], ["n1"], None, "k", target_driver="580.65.06")
+    assert g["passed"], g["failures"]
+    assert [(w["pod"], w["ok"]) for w in g["cuda"]["workloads"]] == [("default/train", True)]
+    # with a lower target only the planned, running one fails
+    g = P.gate([node("n1"), node("other")], pods, [], ["n1"], None, "k", target_driver="575.1")
+    assert [f.split(" (")[0] for f in g["failures"]] == ["pod default/train"]
+    # a chart-only upgrade (no target driver) lists the versions and compares nothing
+    g = P.gate([node("n1")], pods, [], ["n1"], None, "k", target_driver=None)
+    assert g["passed"] and g["cuda"]["target_driver"] is None and g["cuda"]["workloads"][0]["ok"] is None
+
+
+def test_unknown_cuda_versions_are_listed_as_info_and_fail_nothing():
+    pods = [
+        cuda_pod("custom", "n1", "registry.example.com/ml/trainer:v3"),
+        cuda_pod("future", "n1", "nvcr.io/nvidia/cuda:14.0.0-base"),  # not in the compatibility matrix
+        gpu_pod("noimage", "n1"),
+    ]
+    g = P.gate([node("n1")], pods, [], ["n1"], None, "k", target_driver="470.1")
+    assert g["passed"], g["failures"]
+    assert g["cuda"]["workloads"] == []
+    unknown = {u["pod"]: u for u in g["cuda"]["unknown"]}
+    assert sorted(unknown) == ["default/custom", "default/future", "default/noimage"]
+    assert all(u["severity"] == "info" and u["reason"].startswith("unknown CUDA") for u in unknown.values())
+    assert unknown["default/future"]["cuda"] == "14.0"
+    assert "not in the compatibility matrix" in unknown["default/future"]["reason"]
+    # a user rule makes the custom image known, and then it is compared
+    rules = P.cuda_image_rules([{"image": "^registry\\.example\\.com/ml/trainer:", "cuda": "12.6"}])
+    g = P.gate([node("n1")], pods, [], ["n1"], None, "k", target_driver="470.1", cuda_rules=rules)
+    assert not g["passed"] and "pod default/custom" in g["failures"][0] and "CUDA 12.6" in g["failures"][0]
+
+
 # ---------------------------------------------------------------------------------------------- proof
 
 
