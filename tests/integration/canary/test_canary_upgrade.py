@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from canary_helpers import CANARY, FAILED, REPO_ROOT, SKIP, STATE, TAINT, wait_for
+from canary_helpers import CANARY, FAILED, NS, REPO_ROOT, SKIP, STATE, TAINT, wait_for
 
 
 def _tolerates(tolerations, key):
@@ -264,6 +264,80 @@ def test_an_interrupted_run_resumes_where_it_stopped(clean):
     assert rec["phase"] == "done" and rec["started"] == stopped["started"]
     assert rec["waves"][0]["finished"] == stopped["waves"][0]["finished"]
     _assert_upgraded(clean, clean.gpu_node_names(), target)
+
+
+def _driver_pods(cb):
+    """Per GPU node, the NVIDIADriver label of its (not deleting) driver pod and whether it is ready."""
+    out = {}
+    for p in cb.core.list_namespaced_pod(NS, label_selector="app.kubernetes.io/component=nvidia-driver").items:
+        if p.metadata.deletion_timestamp or not p.spec.node_name:
+            continue
+        ready = any(c.ready for c in p.status.container_statuses or [])
+        out.setdefault(p.spec.node_name, []).append(((p.metadata.labels or {}).get("nvidia.com/nvidiadriver"), ready))
+    return out
+
+
+def test_nvidiadriver_mode_with_one_nvidiadriver_per_pool(clean):
+    """useNvidiaDriverCRD with an NVIDIADriver per pool (nodeSelector gpuops.io/pool): the canary spans both pools,
+    so both resources get the target version at once and the skip labels hold every node outside the wave."""
+    snap = clean.snapshot()
+    pools = sorted({s["labels"].get("gpuops.io/pool") for s in snap.values()})
+    assert pools == ["a100", "h100"], pools
+    source = clean.cp_driver()
+    drv = clean.cp()["spec"]["driver"]
+    extra = {k: drv[k] for k in ("repository", "image") if drv.get(k)}
+    names = {pool: "driver-" + pool for pool in pools}
+    for pool, name in names.items():
+        clean.custom.create_cluster_custom_object(
+            "nvidia.com",
+            "v1alpha1",
+            "nvidiadrivers",
+            {
+                "apiVersion": "nvidia.com/v1alpha1",
+                "kind": "NVIDIADriver",
+                "metadata": {"name": name, "labels": {"gpuops.io/canary-test": "true"}},
+                "spec": {"driverType": "gpu", "version": source, "nodeSelector": {"gpuops.io/pool": pool}, **extra},
+            },
+        )
+    patch = clean.custom.patch_cluster_custom_object
+    try:
+        patch(
+            "nvidia.com", "v1", "clusterpolicies", "cluster-policy", {"spec": {"driver": {"useNvidiaDriverCRD": True}}}
+        )
+
+        def settled(version):
+            pods, now = _driver_pods(clean), clean.snapshot()
+            return all(
+                pods.get(n) == [(names[now[n]["labels"]["gpuops.io/pool"]], True)]
+                and now[n]["driver"] == version
+                and now[n]["labels"].get(STATE) == "upgrade-done"
+                for n in now
+            )
+
+        wait_for(lambda: settled(source), 120, what="every driver pod owned by its pool's NVIDIADriver")
+        target = "610.95.01"
+        r = clean.playbook(gpu_canary_upgrade_driver_version=target, gpu_canary_upgrade_waves=[1, "100%"])
+        assert r.returncode == 0, r.output[-4000:]
+        assert "(nvidiadriver mode, new," in r.output
+        for name in names.values():
+            assert "NVIDIADriver %s: set spec.version=%s" % (name, target) in r.output
+            nvd = clean.custom.get_cluster_custom_object("nvidia.com", "v1alpha1", "nvidiadrivers", name)
+            assert nvd["spec"]["version"] == target, name
+        assert clean.cp_driver() == source  # CRD mode: the ClusterPolicy's version is not the one that moves
+        _assert_upgraded(clean, clean.gpu_node_names(), target)
+        assert settled(target)
+        rec = clean.record()
+        assert rec["phase"] == "done" and [w["status"] for w in rec["waves"]] == ["proven"] * 3
+        assert rec["waves"][0]["nodes"] == CANARY
+        for prev, nxt in zip(rec["waves"], rec["waves"][1:]):
+            assert prev["finished"] <= nxt["started"], (prev, nxt)
+    finally:
+        patch(
+            "nvidia.com", "v1", "clusterpolicies", "cluster-policy", {"spec": {"driver": {"useNvidiaDriverCRD": None}}}
+        )
+        for name in names.values():
+            clean.custom.delete_cluster_custom_object("nvidia.com", "v1alpha1", "nvidiadrivers", name)
+        wait_for(lambda: all(v == [(None, True)] for v in _driver_pods(clean).values()), 120, what="ClusterPolicy mode")
 
 
 def test_a_chart_upgrade_that_adds_a_crd_field_moves_no_other_node_until_its_wave(clean):
