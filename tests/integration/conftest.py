@@ -126,6 +126,12 @@ def _from_state(state_dir: Path, owned: bool) -> Testbed:
     )
 
 
+def pytest_collection_modifyitems(items):
+    """tests/integration/testbed/ first: its specs check the bed as `up` left it, before other directories install
+    the operator, set MIG layouts and change nodes on the shared session bed (a stable sort keeps the rest in order)."""
+    items.sort(key=lambda item: 0 if "/integration/testbed/" in str(item.path) else 1)
+
+
 @pytest.fixture(scope="session")
 def testbed(tmp_path_factory) -> Testbed:
     reuse = os.environ.get("GPUOPS_TESTBED_STATE")

@@ -15,9 +15,10 @@ from tests.integration import simop_helpers
 from tests.sim import testbed as tb
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def simulated_operator(testbed, tmp_path_factory):
-    """The simulated GPU Operator: the bed's own when it runs one, else one started for this session."""
+    """The simulated GPU Operator: the bed's own when it runs one, else one started for this module (a longer-lived
+    one would run beside the controllers other test directories start)."""
     st = tb.State(testbed.state_dir).load()
     with simop_helpers.simulated_operator(st, testbed.kubeconfig, tmp_path_factory.mktemp("operator-install-simop")):
         yield

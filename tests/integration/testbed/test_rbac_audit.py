@@ -12,7 +12,10 @@ def test_sa_can_read_nodes_but_not_write_secrets(testbed):
         core.list_namespaced_secret("default")
     assert exc.value.status == 403
     with pytest.raises(ApiException) as exc:
-        core.create_namespace({"metadata": {"name": "not-allowed"}})
+        core.create_namespaced_secret("default", {"metadata": {"name": "not-allowed"}})
+    assert exc.value.status == 403
+    with pytest.raises(ApiException) as exc:
+        core.delete_node("not-allowed")
     assert exc.value.status == 403
 
 

@@ -646,7 +646,7 @@ class Controller:
     def _ensure_runtime_class(self, cp, spec) -> None:
         """The RuntimeClass the toolkit registers (spec.operator.runtimeClass, default nvidia), owned by the policy."""
         name = (spec.get("operator") or {}).get("runtimeClass") or "nvidia"
-        key = ("runtimeclass", name)
+        key = ("runtimeclass", name, cp["metadata"].get("uid"))
         if key in self.events_sent:
             return
         body = {
@@ -665,7 +665,8 @@ class Controller:
                 log.warning("create RuntimeClass %s: %s", name, exc.reason)
 
     def _ensure_dcgm_service(self, cp, ns) -> None:
-        key = ("svc", ns)
+        # Keyed by the policy's uid: a reinstalled policy (its old Service garbage-collected) gets a new one.
+        key = ("svc", ns, cp["metadata"].get("uid"))
         if key in self.events_sent:
             return
         body = {
