@@ -14,6 +14,8 @@ import pytest
 import yaml
 from operator_install_helpers import NS
 
+from tests.integration.helpers import wait_for
+
 TAINT = {"key": "gpuops.io/dedicated", "value": "gpu", "effect": "NoSchedule"}
 POOLS = {"h100": {"labels": {"gpuops.io/pool": "h100"}, "taints": [TAINT], "mig_config": "all-1g.10gb"}}
 
@@ -78,6 +80,15 @@ def role(bed, testbed):
             taints = [t for t in obj.spec.taints or [] if t.key != TAINT["key"]]
             labels = dict.fromkeys(("gpuops.io/pool", "nvidia.com/gpu.deploy.driver", "nvidia.com/mig.config"))
             bed.core.patch_node(node, {"metadata": {"labels": labels}, "spec": {"taints": taints}})
+        # Leave whole GPUs advertised again (the MIG layout split them) for the test directories after this one.
+        for node in run.nodes.values():
+            wait_for(lambda n=node: _whole_gpus_advertised(bed.core.read_node(n)), timeout=90, what=f"{node} GPUs")
+
+
+def _whole_gpus_advertised(node):
+    count = (node.metadata.annotations or {}).get("sim.gpuops.io/gpu-count")
+    alloc = node.status.allocatable or {}
+    return alloc.get("nvidia.com/gpu") == count and not any(k.startswith("nvidia.com/mig-") for k in alloc)
 
 
 @pytest.fixture(scope="module")
