@@ -32,23 +32,10 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-COLLECTIONS = ROOT / "build" / "collections"
-LINK = COLLECTIONS / "ansible_collections" / "gpuops" / "gpu_operator"
-if not LINK.exists():
-    LINK.parent.mkdir(parents=True, exist_ok=True)
-    LINK.symlink_to(ROOT)
-sys.path.insert(0, str(COLLECTIONS))
-sys.path.insert(0, str(ROOT))
+# _common (bench/_common.py) first: it makes the collection and tests.* importable
+from _common import ROOT, K8sClient, load_configuration
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._canary import (  # noqa: E402
-    Canary,
-    CanaryAbort,
-)
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (  # noqa: E402
-    K8sClient,
-    load_configuration,
-)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._canary import Canary, CanaryAbort
 
 STATE = "nvidia.com/gpu-driver-upgrade-state"
 SKIP = "nvidia.com/gpu-driver-upgrade.skip"

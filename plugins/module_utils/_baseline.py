@@ -295,14 +295,7 @@ def _host_supported(ctx, opts):
     version, _flavor = _host_driver(ctx)
     if not version:
         return na("no host driver is loaded")
-    if compat.driver_supported(opts["operator_version"], version):
-        return ok("host driver %s is listed for operator %s" % (version, opts["release"]["release"]))
-    return bad(
-        "host driver %s is not listed for operator %s (listed: %s)"
-        % (version, opts["release"]["release"], ", ".join(compat.supported_drivers(opts["operator_version"]))),
-        "Upgrade the host driver to a listed version, for example %s."
-        % compat.default_driver(opts["operator_version"]),
-    )
+    return _driver_listed(opts, "host driver", version, "Upgrade the host driver to a listed version")
 
 
 @check("driver.library_mismatch", "host", "fail", "The driver's user-space library matches its kernel module")
@@ -577,14 +570,20 @@ def _k8s_version(cluster, hosts, opts):
 def _target_supported(cluster, hosts, opts):
     if not _operator_managed(opts):
         return na("driver policy is preinstalled (see driver.host_supported)")
-    driver = target_driver(opts)
-    if compat.driver_supported(opts["operator_version"], driver):
-        return ok("driver %s is listed for operator %s" % (driver, opts["release"]["release"]))
+    return _driver_listed(
+        opts, "driver", target_driver(opts), "Set gpu_baseline_driver_version (driver.version) to a listed driver"
+    )
+
+
+def _driver_listed(opts, what, version, fix):
+    """ok when the operator release lists driver ``version``; else bad with the listed ones and ``fix``."""
+    operator = opts["operator_version"]
+    if compat.driver_supported(operator, version):
+        return ok("%s %s is listed for operator %s" % (what, version, opts["release"]["release"]))
     return bad(
-        "driver %s is not listed for operator %s (listed: %s)"
-        % (driver, opts["release"]["release"], ", ".join(compat.supported_drivers(opts["operator_version"]))),
-        "Set gpu_baseline_driver_version (driver.version) to a listed driver, for example %s."
-        % compat.default_driver(opts["operator_version"]),
+        "%s %s is not listed for operator %s (listed: %s)"
+        % (what, version, opts["release"]["release"], ", ".join(compat.supported_drivers(operator))),
+        "%s, for example %s." % (fix, compat.default_driver(operator)),
     )
 
 

@@ -155,28 +155,21 @@ class Canary:
         return "/api/v1/nodes/%s" % quote(name, safe="")
 
     def label_node(self, node, labels, why):
-        have = P.labels_of(node)
-        want = {k: v for k, v in labels.items() if have.get(k) != v}
-        if not want:
-            return False
-        self._write(
-            "node %s: %s" % (P.name_of(node), why),
-            "PATCH",
-            self.node_path(P.name_of(node)),
-            {"metadata": {"labels": want}},
-        )
-        return True
+        return self._patch_metadata(node, "labels", P.labels_of(node), labels, why)
 
     def annotate_node(self, node, annotations, why):
-        have = P.annotations_of(node)
-        want = {k: v for k, v in annotations.items() if have.get(k) != v}
+        return self._patch_metadata(node, "annotations", P.annotations_of(node), annotations, why)
+
+    def _patch_metadata(self, node, field, have, values, why):
+        """PATCH the ``field`` (labels or annotations) entries of ``values`` the node does not have; True if any."""
+        want = {k: v for k, v in values.items() if have.get(k) != v}
         if not want:
             return False
         self._write(
             "node %s: %s" % (P.name_of(node), why),
             "PATCH",
             self.node_path(P.name_of(node)),
-            {"metadata": {"annotations": want}},
+            {"metadata": {field: want}},
         )
         return True
 

@@ -534,9 +534,8 @@ def fleet_summary(hosts, nodes, smoke=None, monitoring=None, mig_layouts=None, s
                 "allocatable": (node or {}).get("allocatable", {}),
                 "product": ((node or {}).get("gpu") or {}).get("product"),
                 "mig_config": (((node or {}).get("gpu") or {}).get("mig") or {}).get("config"),
-                "smoke": None
-                if smoke_result is None
-                else {k: smoke_result.get(k) for k in ("status", "reason", "duration", "pod")},
+                # status and reason only: the pod name and duration differ each run (gpu_smoke_test returns them)
+                "smoke": None if smoke_result is None else {k: smoke_result.get(k) for k in ("status", "reason")},
                 "checks": checks,
                 "verdict": FAIL if findings else PASS,
                 "failing_layer": layer,

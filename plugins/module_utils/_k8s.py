@@ -331,40 +331,7 @@ class K8sClient:
 
         ``what`` names the request in error messages (e.g. ``"list nodes"``).
         """
-        what = what or "GET %s" % path
-        url = self.url(path, query)
-        attempt = 0
-        while True:
-            attempt += 1
-            self.requests += 1
-            retry_after = None
-            try:
-                resp = self._pool.request("GET", url, headers=self._headers(), timeout=self.timeout, retries=False)
-            except urllib3.exceptions.SSLError as exc:
-                raise K8sError(
-                    "TLS to the API server %s failed for %s: %s. Check the cluster's certificate-authority in the "
-                    "kubeconfig (or validate_certs)." % (self.host, what, exc)
-                ) from exc
-            except urllib3.exceptions.HTTPError as exc:  # connection refused, reset, timeouts, DNS
-                failure = K8sError(
-                    "cannot reach the Kubernetes API server %s for %s after %d attempt(s): %s. Check that the server "
-                    "is up and that the kubeconfig/context points at it." % (self.host, what, attempt, exc)
-                )
-            else:
-                if 200 <= resp.status < 300:
-                    try:
-                        return json.loads(resp.data)
-                    except ValueError as exc:
-                        raise K8sError(
-                            "the API server returned invalid JSON for %s: %s" % (what, exc), resp.status
-                        ) from exc
-                failure = self._status_error(resp, what)
-                if resp.status not in RETRY_STATUSES:
-                    raise failure
-                retry_after = resp.headers.get("Retry-After")
-            if attempt >= self.retry.attempts:
-                raise failure
-            self.retry.sleep(self.retry.delay(attempt, retry_after))
+        return self.send("GET", path, query=query, what=what or "GET %s" % path)
 
     def _status_error(self, resp, what):
         status = resp.status
@@ -454,40 +421,9 @@ class K8sClient:
         Retried like :meth:`get` on 429/5xx and connection errors (only use it for idempotent requests such
         as server-side apply or DELETE). A status in ``ok_statuses`` returns ``None``.
         """
-        what = what or "%s %s" % (method, path)
-        url = self.url(path, query)
-        payload = None if body is None else json.dumps(body).encode("utf-8")
-        attempt = 0
-        while True:
-            attempt += 1
-            self.requests += 1
-            headers = self._headers()
-            if payload is not None:
-                headers["Content-Type"] = content_type
-            retry_after = None
-            try:
-                resp = self._pool.request(
-                    method, url, body=payload, headers=headers, timeout=self.timeout, retries=False
-                )
-            except urllib3.exceptions.SSLError as exc:
-                raise K8sError("TLS to the API server %s failed for %s: %s" % (self.host, what, exc)) from exc
-            except urllib3.exceptions.HTTPError as exc:
-                failure = K8sError(
-                    "cannot reach the Kubernetes API server %s for %s after %d attempt(s): %s. Check that the server "
-                    "is up and that the kubeconfig/context points at it." % (self.host, what, attempt, exc)
-                )
-            else:
-                if 200 <= resp.status < 300:
-                    return json.loads(resp.data) if resp.data else {}
-                if resp.status in ok_statuses:
-                    return None
-                failure = self._status_error(resp, what)
-                if resp.status not in RETRY_STATUSES:
-                    raise failure
-                retry_after = resp.headers.get("Retry-After")
-            if attempt >= self.retry.attempts:
-                raise failure
-            self.retry.sleep(self.retry.delay(attempt, retry_after))
+        return self.send(
+            method, path, query=query, body=body, what=what, accept_statuses=ok_statuses, content_type=content_type
+        )
 
     def get_or_none(self, path, what=None):
         """GET ``path``; ``None`` on HTTP 404."""
@@ -513,7 +449,9 @@ class K8sClient:
 
     # -- writes and non-JSON reads (added for gpu_smoke_test) ----------------------------------
 
-    def send(self, method, path, query=None, body=None, what=None, raw=False, accept_statuses=()):
+    def send(
+        self, method, path, query=None, body=None, what=None, raw=False, accept_statuses=(), content_type=None
+    ):
         """One request of any verb, retried like :meth:`get`; returns decoded JSON (or bytes with ``raw``).
 
         A status in ``accept_statuses`` (e.g. 404 for a DELETE of something already gone, 409 for a CREATE
@@ -529,7 +467,7 @@ class K8sClient:
             retry_after = None
             headers = self._headers()
             if payload is not None:
-                headers["Content-Type"] = "application/json"
+                headers["Content-Type"] = content_type or "application/json"
             try:
                 resp = self._pool.request(
                     method, url, body=payload, headers=headers, timeout=self.timeout, retries=False

@@ -12,8 +12,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from tests.integration.helpers import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 NS = "gpu-operator"
@@ -33,17 +34,6 @@ FAST = {
     "gpu_canary_upgrade_wave_timeout": 120,
     "gpu_canary_upgrade_proof_timeout": 60,
 }
-
-
-def wait_for(pred, timeout=30.0, interval=0.5, what="condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
 class CanaryBed:

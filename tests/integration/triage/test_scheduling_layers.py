@@ -48,7 +48,7 @@ def test_untolerated_taint_on_one_node_and_too_few_gpus_on_the_others(nodes, kub
 
     result = triage(pod="%s/train" % ns)
 
-    assert result["first_failing_layer"] == "scheduling"
+    assert result["first_failing_layer"] == "scheduling", result["summary"]
     taint, insufficient = blocking(result, "scheduling")
     # in the scheduler's own filter order: the taint first, then resources
     assert taint["reason"] == "UntoleratedTaint" and taint["nodes"] == [big]

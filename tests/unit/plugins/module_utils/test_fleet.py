@@ -296,6 +296,17 @@ def test_fleet_summary_counts_verdicts_and_layers():
     assert summary_lines(summary)[-1] == "1 passed, 1 failed"
 
 
+def test_two_runs_over_an_unchanged_fleet_give_the_same_summary():
+    """The report files are the verdict record: a passing smoke pod's name and duration differ each run."""
+    hosts, nodes = {"a": host(nvml(), "gpu-0")}, {"gpu-0": node()}
+    runs = [
+        fleet_summary(hosts, nodes, smoke={"gpu-0": {"status": "passed", "pod": pod, "duration": took}})
+        for pod, took in (("gpuops-smoke-1a2b-gpu-0", 4.2), ("gpuops-smoke-9f8e-gpu-0", 5.7))
+    ]
+    assert runs[0] == runs[1]
+    assert runs[0]["rows"][0]["smoke"] == {"status": "passed", "reason": None}
+
+
 def test_fail_on_decides_whether_the_play_fails():
     summary = fleet_summary(
         {"a": host(nvml(), "gpu-0"), "b": host(nvml(), "gpu-1")}, {"gpu-0": node(), "gpu-1": node(6)}

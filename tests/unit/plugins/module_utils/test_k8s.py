@@ -29,13 +29,13 @@ class Resp:
 
 
 class FakePool:
-    """Answers each GET with the next scripted response (or raises it); records URLs and headers."""
+    """Answers each request with the next scripted response (or raises it); records methods, URLs and headers."""
 
     def __init__(self, *script):
         self.script = list(script)
         self.calls = []
 
-    def request(self, method, url, headers=None, timeout=None, retries=None):
+    def request(self, method, url, body=None, headers=None, timeout=None, retries=None):
         self.calls.append((method, url, headers))
         item = self.script.pop(0)
         if isinstance(item, Exception):

@@ -25,7 +25,7 @@ class FakeApiServer:
         self.missing, self.forbidden = set(missing), set(forbidden)
         self.paths = []
 
-    def request(self, method, url, headers=None, timeout=None, retries=None):
+    def request(self, method, url, body=None, headers=None, timeout=None, retries=None):
         assert method == "GET", "gpu_cluster_info must only read"
         parts = urlsplit(url)
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}

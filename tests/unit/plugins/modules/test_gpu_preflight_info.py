@@ -21,7 +21,7 @@ class ReadOnlyServer:
     def __init__(self, bodies):
         self.bodies = bodies
 
-    def request(self, method, url, headers=None, timeout=None, retries=None):
+    def request(self, method, url, body=None, headers=None, timeout=None, retries=None):
         assert method == "GET", "gpu_preflight_info must only read"
         path = urlsplit(url).path
         if path == "/version":
