@@ -331,6 +331,8 @@ def _check_gpu_health(nvml, monitoring):
 
 
 def _check_smoke(smoke):
+    """The evidence leaves out the pod's name: it is unique per run (and the pod is gone), so a re-run over an
+    unchanged node gives the same record."""
     if not smoke or smoke.get("status") == "passed":
         return []
     if smoke.get("status") == "pending":
@@ -338,7 +340,7 @@ def _check_smoke(smoke):
             _finding(
                 "smoke",
                 "scheduling",
-                "smoke pod %s stayed Pending: %s" % (smoke.get("pod"), smoke.get("reason")),
+                "the smoke pod stayed Pending: %s" % smoke.get("reason"),
                 "Compare the pod's GPU request and tolerations with the node's allocatable GPUs, taints and cordon.",
             )
         ]
@@ -347,8 +349,7 @@ def _check_smoke(smoke):
         _finding(
             "smoke",
             "workload",
-            "smoke pod %s failed: %s%s"
-            % (smoke.get("pod"), smoke.get("reason"), "; log: %s" % tail[0] if tail else ""),
+            "the smoke pod failed: %s%s" % (smoke.get("reason"), "; log: %s" % tail[0] if tail else ""),
             "Run the smoke image by hand on the node; check the driver/CUDA compatibility and the GPU itself.",
         )
     ]

@@ -449,9 +449,7 @@ class K8sClient:
 
     # -- writes and non-JSON reads (added for gpu_smoke_test) ----------------------------------
 
-    def send(
-        self, method, path, query=None, body=None, what=None, raw=False, accept_statuses=(), content_type=None
-    ):
+    def send(self, method, path, query=None, body=None, what=None, raw=False, accept_statuses=(), content_type=None):
         """One request of any verb, retried like :meth:`get`; returns decoded JSON (or bytes with ``raw``).
 
         A status in ``accept_statuses`` (e.g. 404 for a DELETE of something already gone, 409 for a CREATE

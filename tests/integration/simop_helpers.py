@@ -7,10 +7,10 @@ import contextlib
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 from tests.integration import helpers
+from tests.sim.operator import logic as L
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NS = "gpu-operator"
@@ -138,11 +138,28 @@ class Op:
         self.custom.patch_cluster_custom_object(GROUP, CP_VER, CP_PLURAL, "cluster-policy", {"spec": spec})
 
     def healthy(self):
-        """ClusterPolicy ready and every GPU node advertising its full GPU count."""
-        return self.cp_state() == "ready" and all(self.alloc(n) == str(g.count) for n, g in self.gpu_nodes.items())
+        """ClusterPolicy ready and every GPU node settled: its full GPU count advertised, schedulable, and no driver
+        upgrade required or under way (a fresh install whose driver differs from the nodes' walks every node through
+        the upgrade states, which cordon the node and delete its GPU pods)."""
+        if self.cp_state() != "ready":
+            return False
+        driver_managed = (self.cp()["spec"].get("driver") or {}).get("enabled", True) is not False
+        for name, gpu in self.gpu_nodes.items():
+            node = self.node(name)
+            labels = node.metadata.labels or {}
+            if (node.status.allocatable or {}).get("nvidia.com/gpu") != str(gpu.count) or node.spec.unschedulable:
+                return False
+            state = labels.get(L.UPGRADE_STATE)
+            # upgrade-required waits for a slot, then cordons; it stays (harmless) where no upgrade will run
+            upgrades = (
+                driver_managed and labels.get(L.DEPLOY + "driver") == "true" and labels.get(L.UPGRADE_SKIP) != "true"
+            )
+            if state in L.IN_PROGRESS or (state == "upgrade-required" and upgrades):
+                return False
+        return True
 
-    def wait_healthy(self, timeout=45):
-        wait_for(self.healthy, timeout, what="ClusterPolicy ready and full allocatable")
+    def wait_healthy(self, timeout=90):
+        wait_for(self.healthy, timeout, what="ClusterPolicy ready, full allocatable, no driver upgrade under way")
 
 
 class NodeRecorder:
@@ -155,6 +172,7 @@ class NodeRecorder:
         self.core = client.CoreV1Api(api)
         self.w = watch.Watch()
         self.current = {}
+        self.listed = threading.Event()
         self.t = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
@@ -163,20 +181,29 @@ class NodeRecorder:
         except Exception:  # the stream is closed by stop()
             pass
 
+    def _record(self, n):
+        v = (n.metadata.labels or {}).get(self.label)
+        s = self.seq.setdefault(n.metadata.name, [])
+        if not s or s[-1] != v:
+            s.append(v)
+        self.current[n.metadata.name] = (v, bool(n.spec.unschedulable))
+        self.snapshots.append(dict(self.current))
+
     def _watch(self):
-        rv = self.core.list_node().metadata.resource_version
-        for ev in self.w.stream(self.core.list_node, resource_version=rv, timeout_seconds=300):
-            n = ev["object"]
-            v = (n.metadata.labels or {}).get(self.label)
-            s = self.seq.setdefault(n.metadata.name, [])
-            if not s or s[-1] != v:
-                s.append(v)
-            self.current[n.metadata.name] = (v, bool(n.spec.unschedulable))
-            self.snapshots.append(dict(self.current))
+        listed = self.core.list_node()
+        for n in listed.items:
+            self._record(n)
+        self.listed.set()
+        for ev in self.w.stream(
+            self.core.list_node, resource_version=listed.metadata.resource_version, timeout_seconds=300
+        ):
+            self._record(ev["object"])
 
     def start(self):
+        """Start watching; returns once the nodes are listed (later changes arrive through the watch)."""
         self.t.start()
-        time.sleep(0.5)
+        if not self.listed.wait(30):
+            raise AssertionError("NodeRecorder: the nodes could not be listed within 30 s")
         return self
 
     def stop(self):

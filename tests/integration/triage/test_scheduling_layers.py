@@ -8,9 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO_ROOT
 
-from tests.integration.simop_helpers import wait_for
+from tests.integration.simop_helpers import REPO_ROOT, wait_for
 
 TAINT_KEY = "gpuops.io/triage-reserved"
 KUEUE, VOLCANO = "kueue.x-k8s.io", "scheduling.volcano.sh"

@@ -506,7 +506,9 @@ def upgrade_step(nodes: list[dict], policy: dict, now: float) -> dict:
             if n["skip"]:
                 continue
             if n["up_to_date"] and n["driver_pod"] == "new-ready":
-                go(n, "upgrade-done")
+                # a retry after upgrade-failed may find the new driver already running on the node we cordoned
+                # (recorded "false": schedulable before our cordon): uncordon it on the way out
+                go(n, "upgrade-done", uncordon=n.get("initial_recorded") == "false")
                 continue
             # the node's state before the first cordon is recorded once (a retry after upgrade-failed finds
             # the node cordoned by us and must still uncordon it at the end)

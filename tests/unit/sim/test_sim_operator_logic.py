@@ -264,6 +264,18 @@ def test_retry_after_upgrade_failed_uncordons():
     assert n["state"] == "upgrade-done" and n["unschedulable"] is False
 
 
+def test_retry_that_finds_the_new_driver_running_uncordons_only_the_node_we_cordoned():
+    ours = info("a", "upgrade-required", unschedulable=True, initial_recorded="false")
+    users = info("b", "upgrade-required", unschedulable=True, initial_recorded="true", initial_unschedulable=True)
+    never_cordoned = info("c", "upgrade-required")
+    acts = L.upgrade_step([ours, users, never_cordoned], {**POLICY, "maxUnavailable": "100%"}, 0.0)
+    assert acts == {
+        "a": {"state": "upgrade-done", "uncordon": True},
+        "b": {"state": "upgrade-done", "uncordon": False},
+        "c": {"state": "upgrade-done", "uncordon": False},
+    }
+
+
 def test_upgrade_failed_and_wait_for_jobs_faults():
     a = info("a", "pod-restart-required", faults={"upgrade-failed"}, driver_pod="old", up_to_date=False)
     b = info("b", "wait-for-jobs-required", faults={"upgrade-stuck-wait-for-jobs"})

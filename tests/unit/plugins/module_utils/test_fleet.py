@@ -297,14 +297,23 @@ def test_fleet_summary_counts_verdicts_and_layers():
 
 
 def test_two_runs_over_an_unchanged_fleet_give_the_same_summary():
-    """The report files are the verdict record: a passing smoke pod's name and duration differ each run."""
-    hosts, nodes = {"a": host(nvml(), "gpu-0")}, {"gpu-0": node()}
+    """The report files are the verdict record: a smoke pod's name and duration differ each run."""
+    hosts, nodes = {"a": host(nvml(), "gpu-0"), "b": host(nvml(), "gpu-1")}, {"gpu-0": node(), "gpu-1": node()}
+    pending = "0/5 nodes are available: 1 Insufficient nvidia.com/gpu."
     runs = [
-        fleet_summary(hosts, nodes, smoke={"gpu-0": {"status": "passed", "pod": pod, "duration": took}})
-        for pod, took in (("gpuops-smoke-1a2b-gpu-0", 4.2), ("gpuops-smoke-9f8e-gpu-0", 5.7))
+        fleet_summary(
+            hosts,
+            nodes,
+            smoke={
+                "gpu-0": {"status": "passed", "pod": "gpuops-smoke-%s-gpu-0" % run, "duration": took},
+                "gpu-1": {"status": "pending", "pod": "gpuops-smoke-%s-gpu-1" % run, "reason": pending},
+            },
+        )
+        for run, took in (("1a2b", 4.2), ("9f8e", 5.7))
     ]
     assert runs[0] == runs[1]
     assert runs[0]["rows"][0]["smoke"] == {"status": "passed", "reason": None}
+    assert runs[0]["rows"][1]["evidence"] == ["the smoke pod stayed Pending: " + pending]
 
 
 def test_fail_on_decides_whether_the_play_fails():
