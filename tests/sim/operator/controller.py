@@ -655,14 +655,14 @@ class Controller:
             "metadata": {"name": name, "labels": {MANAGED: "true"}, "ownerReferences": [owner_ref(cp)]},
             "handler": name,
         }
-        try:
-            client.NodeV1Api(self.api).create_runtime_class(body)
-            self.events_sent.add(key)
-        except ApiException as exc:
-            if exc.status == 409:
-                self.events_sent.add(key)
-            else:
-                log.warning("create RuntimeClass %s: %s", name, exc.reason)
+        node_api = client.NodeV1Api(self.api)
+        self._create_owned(
+            key,
+            cp,
+            "RuntimeClass %s" % name,
+            lambda: node_api.create_runtime_class(body),
+            lambda: node_api.read_runtime_class(name),
+        )
 
     def _ensure_dcgm_service(self, cp, ns) -> None:
         # Keyed by the policy's uid: a reinstalled policy (its old Service garbage-collected) gets a new one.
@@ -683,14 +683,30 @@ class Controller:
                 "ports": [{"name": "gpu-metrics", "port": 9400, "targetPort": 9400, "protocol": "TCP"}],
             },
         }
+        self._create_owned(
+            key,
+            cp,
+            "Service nvidia-dcgm-exporter",
+            lambda: self.core.create_namespaced_service(ns, body),
+            lambda: self.core.read_namespaced_service("nvidia-dcgm-exporter", ns),
+        )
+
+    def _create_owned(self, key, cp, what, create, read) -> None:
+        """Create an object the policy owns, once per policy uid. One that already exists counts only if this policy
+        owns it: after a reinstall the old policy's copy awaits garbage collection, and the next pass creates anew."""
         try:
-            self.core.create_namespaced_service(ns, body)
-            self.events_sent.add(key)
+            create()
         except ApiException as exc:
-            if exc.status == 409:
-                self.events_sent.add(key)
-            else:
-                log.warning("create Service nvidia-dcgm-exporter: %s", exc.reason)
+            if exc.status != 409:
+                log.warning("create %s: %s", what, exc.reason)
+                return
+            try:
+                owners = read().metadata.owner_references or []
+            except ApiException:
+                return  # collected in between: the next pass creates it
+            if not any(o.uid == cp["metadata"].get("uid") for o in owners):
+                return
+        self.events_sent.add(key)
 
     def _servicemonitor_error(self, cp, spec) -> str | None:
         sm = ((spec.get("dcgmExporter") or {}).get("serviceMonitor") or {}).get("enabled")
