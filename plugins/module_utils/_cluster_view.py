@@ -22,11 +22,12 @@ MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
 UPGRADE_SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"
 DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."
+PRESENT_LABEL = "nvidia.com/gpu.present"
 
 #: Labels that make a node a GPU node when no label_selector is given (any one is enough): the
 #: operator's own label and the three NFD PCI vendor labels the operator itself looks for.
 GPU_NODE_LABELS = (
-    "nvidia.com/gpu.present",
+    PRESENT_LABEL,
     "feature.node.kubernetes.io/pci-10de.present",
     "feature.node.kubernetes.io/pci-0302_10de.present",
     "feature.node.kubernetes.io/pci-0300_10de.present",
@@ -123,7 +124,7 @@ def gpu_labels(labels):
     cuda = _version(labels, "nvidia.com/cuda.runtime-version", ("major", "minor"))
     if cuda is None:
         cuda = _version(labels, "nvidia.com/cuda.runtime", ("major", "minor"))
-    present = labels.get("nvidia.com/gpu.present")
+    present = labels.get(PRESENT_LABEL)
     mig_types = {}
     for key, value in labels.items():
         # nvidia.com/mig-1g.10gb.count -> {"1g.10gb": {"count": 7, ...}}
@@ -252,9 +253,29 @@ def operands_by_node(pods):
     return by_node, unscheduled
 
 
+#: Operands every GPU node runs when its ``nvidia.com/gpu.deploy.<component>`` label is ``true``: without them no
+#: GPU reaches a pod (the driver, the runtime hook, the advertised resource).
+REQUIRED_OPERANDS = ("driver", "container-toolkit", "device-plugin")
+
+
 def _operand_ok(summary):
     # Validation workload pods run to completion; Succeeded is their healthy end state.
     return summary["ready"] or summary["phase"] == "Succeeded"
+
+
+def missing_operands(deploy, operands):
+    """Required operands the node is labelled to run (deploy label ``true``) that have no pod on it."""
+    return [c for c in REQUIRED_OPERANDS if deploy.get(c) == "true" and c not in operands]
+
+
+def _operands_ready(labels, deploy, operands):
+    # The operator labels a GPU node (gpu.present and the deploy labels, together) before its DaemonSets place pods
+    # there: until then the node is not ready, even with no operand pod to wait for.
+    return (
+        labels.get(PRESENT_LABEL) == "true"
+        and not missing_operands(deploy, operands)
+        and all(_operand_ok(s) for s in operands.values())
+    )
 
 
 def node_view(node, operands=None):
@@ -287,7 +308,8 @@ def node_view(node, operands=None):
         "os_image": info.get("osImage"),
         "container_runtime_version": info.get("containerRuntimeVersion"),
         "operands": operands,
-        "operands_ready": all(_operand_ok(s) for s in operands.values()),
+        "operands_missing": missing_operands(deploy, operands),
+        "operands_ready": _operands_ready(labels, deploy, operands),
     }
 
 

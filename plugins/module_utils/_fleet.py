@@ -205,7 +205,6 @@ def _pod_state(pod):
 
 def _check_operands(node, sandbox_events=None):
     operands = node.get("operands") or {}
-    deploy = node.get("deploy") or {}
     driver_ok = (operands.get("driver") or {}).get("ready", True)
     findings = []
     for component in sorted(operands):
@@ -227,20 +226,15 @@ def _check_operands(node, sandbox_events=None):
         elif layer is None and component == "operator-validator":
             layer = _validator_layer(pod)
         findings.append(_finding("operands", layer or "toolkit", evidence, fix))
-    for component, value in sorted(deploy.items()):
-        if (
-            value == "true"
-            and component in ("driver", "container-toolkit", "device-plugin")
-            and component not in operands
-        ):
-            findings.append(
-                _finding(
-                    "operands",
-                    COMPONENT_LAYERS[component],
-                    "nvidia.com/gpu.deploy.%s=true but no %s pod runs on the node" % (component, component),
-                    "Check the %s DaemonSet (its node selector and tolerations) in the operator namespace." % component,
-                )
+    for component in node.get("operands_missing") or []:
+        findings.append(
+            _finding(
+                "operands",
+                COMPONENT_LAYERS[component],
+                "nvidia.com/gpu.deploy.%s=true but no %s pod runs on the node" % (component, component),
+                "Check the %s DaemonSet (its node selector and tolerations) in the operator namespace." % component,
             )
+        )
     return findings
 
 

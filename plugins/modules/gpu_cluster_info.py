@@ -112,13 +112,17 @@ nodes:
       C(upgrade_state) (label C(nvidia.com/gpu-driver-upgrade-state), null when absent); C(upgrade_skip);
       C(deploy) (the C(nvidia.com/gpu.deploy.<component>) labels by component); C(labels) (all C(nvidia.com/*) and
       NVIDIA PCI labels); C(kubelet_version), C(kernel_version), C(os_image), C(container_runtime_version);
-      C(operands) and C(operands_ready).
+      C(operands), C(operands_missing) and C(operands_ready).
     - C(operands) maps a component (C(driver), C(container-toolkit), C(device-plugin), C(gpu-feature-discovery),
       C(dcgm-exporter), C(operator-validator), C(mig-manager), ...) to its pod on the node - C(name), C(phase),
       C(ready), C(restarts) (all containers, init included), C(waiting_reason), C(last_termination_reason),
       C(last_termination_container), C(last_termination_message) (first 500 characters), C(terminating),
       C(start_time), C(other_pods) (more pods of the same component on the node, during a rollout).
-    - C(operands_ready) is true when every operand pod on the node is Ready (or Succeeded, for validation pods).
+    - C(operands_missing) lists the required operands (C(driver), C(container-toolkit), C(device-plugin)) whose
+      C(nvidia.com/gpu.deploy.<component>) label is C(true) but which have no pod on the node.
+    - C(operands_ready) is true when the operator has labelled the node (C(nvidia.com/gpu.present=true)), no required
+      operand is missing and every operand pod on the node is Ready (or Succeeded, for validation pods). A node the
+      operator has not reached yet is not ready, though no operand pod runs there.
   returned: always
   type: dict
   sample:
@@ -136,11 +140,12 @@ nodes:
                            last_transition_time: "2026-01-01T00:00:00Z"}}
       upgrade_state: upgrade-done
       upgrade_skip: false
-      deploy: {driver: "true", device-plugin: "true"}
+      deploy: {driver: "false", device-plugin: "true"}
       operands:
         device-plugin: {name: nvidia-device-plugin-daemonset-x7k2p, phase: Running, ready: true, restarts: 0,
                         waiting_reason: null, last_termination_reason: null, last_termination_container: null,
                         terminating: false, start_time: "2026-01-01T00:00:00Z", other_pods: []}
+      operands_missing: []
       operands_ready: true
 cluster_policy:
   description:

@@ -60,17 +60,24 @@ def run_site(inventory: Path, report_dir: Path) -> subprocess.CompletedProcess:
     )
 
 
+def operator_log_tail(bed, lines: int = 40) -> str:
+    """The last lines of the simulated operator's log on this bed: the evidence when no node got its labels."""
+    log = Path(bed.state_dir) / "logs" / "gpu-operator-sim.log"
+    text = log.read_text(errors="replace") if log.is_file() else f"(no log at {log})"
+    return "\n--- gpu-operator-sim.log ---\n" + "\n".join(text.splitlines()[-lines:])
+
+
 def verdicts(report_dir: Path) -> dict:
     report = json.loads((report_dir / "gpu-validate.json").read_text())
     return {row["node"]: row for row in report["rows"]}
 
 
 def test_site_names_each_broken_node_with_its_layer_and_passes_the_rest(site_bed):
-    _bed, inventory, report_dir = site_bed
+    bed, inventory, report_dir = site_bed
     proc = run_site(inventory, report_dir)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out[-3000:]
-    assert "3 passed, 3 failed" in out, out[-3000:]
+    assert "3 passed, 3 failed" in out, out[-3000:] + operator_log_tail(bed)
     rows = verdicts(report_dir)
     for node, layer in FAULTY.items():
         assert rows[node]["verdict"] == "fail" and rows[node]["failing_layer"] == layer, rows[node]
@@ -93,6 +100,6 @@ def test_site_passes_every_node_once_the_faults_are_healed(site_bed):
         time.sleep(2)
     proc = run_site(inventory, report_dir)
     out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-3000:]
+    assert proc.returncode == 0, out[-3000:] + operator_log_tail(bed)
     assert "6 passed, 0 failed" in out
     assert {row["verdict"] for row in verdicts(report_dir).values()} == {"pass"}

@@ -106,7 +106,7 @@ class TestNodeView:
     def test_missing_labels_are_null_not_errors(self):
         view = cv.node_view(node("bare", labels={"feature.node.kubernetes.io/pci-10de.present": "true"}))
         assert view["gpu"]["present"] is None and view["gpu"]["count"] is None
-        assert view["upgrade_state"] is None and view["operands"] == {} and view["operands_ready"] is True
+        assert view["upgrade_state"] is None and view["operands"] == {} and view["operands_missing"] == []
 
     def test_capacity_and_allocatable_keep_only_gpu_and_mig_resources_as_integers(self):
         view = cv.node_view(
@@ -241,6 +241,24 @@ class TestOperands:
         pods = [pod("d", "g0", "nvidia-driver-daemonset"), pod("p", "g0", "nvidia-device-plugin-daemonset", False)]
         view = cv.cluster_view([gpu_node("g0")], pods)["nodes"]["g0"]
         assert view["operands_ready"] is False
+
+    def test_a_node_the_operator_has_not_labelled_yet_is_not_operands_ready(self):
+        bare = node("g0", labels={"feature.node.kubernetes.io/pci-10de.present": "true"})
+        assert cv.cluster_view([bare], [])["nodes"]["g0"]["operands_ready"] is False
+
+    def test_a_required_operand_labelled_true_without_a_pod_is_missing_and_not_ready(self):
+        labels = {
+            "nvidia.com/gpu.deploy.driver": "false",
+            "nvidia.com/gpu.deploy.container-toolkit": "true",
+            "nvidia.com/gpu.deploy.device-plugin": "true",
+        }
+        pods = [pod("p", "g0", "nvidia-device-plugin-daemonset")]
+        view = cv.cluster_view([gpu_node("g0", labels=labels)], pods)["nodes"]["g0"]
+        assert view["operands_missing"] == ["container-toolkit"] and view["operands_ready"] is False
+
+    def test_a_node_with_its_operands_switched_off_is_ready_without_pods(self):
+        view = cv.cluster_view([gpu_node("g0", labels={"nvidia.com/gpu.deploy.operands": "false"})], [])
+        assert view["nodes"]["g0"]["operands_ready"] is True
 
     def test_succeeded_validation_pods_count_as_healthy(self):
         pods = [pod("cuda", "g0", "nvidia-cuda-validator", ready=False, phase="Succeeded")]

@@ -144,6 +144,15 @@ def test_operand_layers_are_reported_and_the_lowest_layer_is_the_verdict():
     assert "CrashLoopBackOff" in row["evidence"][0] and "kernel-headers" in row["evidence"][0]
 
 
+def test_a_required_operand_the_node_is_labelled_for_but_does_not_run_is_named_at_its_layer():
+    n = node(operands={})
+    del n["operands"]["container-toolkit"]
+    n["operands_missing"] = ["container-toolkit"]
+    findings = node_findings(host(nvml()), n)
+    assert layers(findings) == ["toolkit"]
+    assert "nvidia.com/gpu.deploy.container-toolkit=true but no container-toolkit pod" in findings[0]["evidence"]
+
+
 def test_operands_stuck_in_container_creating_name_the_toolkit_with_the_sandbox_event():
     stuck = {"name": "nvidia-device-plugin-daemonset-x", "ready": False, "waiting_reason": "ContainerCreating"}
     events = [
