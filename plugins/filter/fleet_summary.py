@@ -42,7 +42,8 @@ options:
       - "With Prometheus, a dict with C(source=prometheus), C(series) and C(xid) (the C(data.result) of the instant
         queries C(count by (Hostname) (DCGM_FI_DEV_GPU_UTIL)) and C(DCGM_FI_DEV_XID_ERRORS)) and C(node_label)
         (default C(Hostname))."
-      - Without, a dict with C(source=endpoints) and C(endpoint_slices) (the C(nvidia-dcgm-exporter) EndpointSlices).
+      - Without, a dict with C(source=endpoints), C(service) (whether the C(nvidia-dcgm-exporter) Service exists) and
+        C(endpoint_slices) (its EndpointSlices).
     type: dict
   mig_layouts:
     description:

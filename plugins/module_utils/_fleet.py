@@ -374,8 +374,7 @@ def _check_monitoring(nvml, node, monitoring):
             _finding(
                 "monitoring",
                 "monitoring",
-                "no nvidia-dcgm-exporter Service (no EndpointSlice labelled "
-                "kubernetes.io/service-name=nvidia-dcgm-exporter)",
+                "no nvidia-dcgm-exporter Service in the operator namespace",
                 "Check dcgmExporter in the ClusterPolicy; the operator creates the Service with the exporter.",
             )
         ]
@@ -459,19 +458,15 @@ def prometheus_by_node(series_result=None, xid_result=None, node_label="Hostname
 
 
 def endpoints_by_node(endpoint_slices):
-    """Per node ``{"source": "endpoints", "service": True, "endpoint": ready}`` for each node with a listed
-    exporter endpoint (``ready`` False when it is listed as not ready)."""
+    """Per node ``{"source": "endpoints", "endpoint": ready}`` for each node with a listed exporter endpoint
+    (``ready`` False when it is listed as not ready)."""
     out = {}
     for eps in endpoint_slices or []:
         for ep in eps.get("endpoints") or []:
             node = ep.get("nodeName")
             if node:
                 ready = (ep.get("conditions") or {}).get("ready") is not False
-                out[node] = {
-                    "source": "endpoints",
-                    "service": True,
-                    "endpoint": ready or out.get(node, {}).get("endpoint", False),
-                }
+                out[node] = {"source": "endpoints", "endpoint": ready or out.get(node, {}).get("endpoint", False)}
     return out
 
 
@@ -494,7 +489,8 @@ def fleet_summary(hosts, nodes, smoke=None, monitoring=None, mig_layouts=None, s
     ``hosts`` maps an inventory host name to ``{node_name, pool, nvidia_gpu}``; ``nodes`` is gpu_cluster_info's
     ``nodes``; ``smoke`` is gpu_smoke_test's ``results`` (None: not run); ``monitoring`` is either
     ``{"source": "prometheus", "series": <count by node result>, "xid": <xid result>, "node_label": ...}`` or
-    ``{"source": "endpoints", "endpoint_slices": [...]}`` (None: not checked); ``sandbox_events`` raw Event dicts.
+    ``{"source": "endpoints", "service": <the exporter Service exists>, "endpoint_slices": [...]}`` (None: not
+    checked); ``sandbox_events`` raw Event dicts.
     """
     per_node_monitoring = None
     if monitoring:
@@ -504,9 +500,12 @@ def fleet_summary(hosts, nodes, smoke=None, monitoring=None, mig_layouts=None, s
             )
             empty = {"source": "prometheus", "series": 0, "xid": {}}
         else:
-            slices = monitoring.get("endpoint_slices") or []
-            per_node_monitoring = endpoints_by_node(slices)
-            empty = {"source": "endpoints", "service": bool(slices), "endpoint": None}
+            service = bool(monitoring.get("service"))
+            per_node_monitoring = {
+                node: dict(entry, service=service)
+                for node, entry in endpoints_by_node(monitoring.get("endpoint_slices")).items()
+            }
+            empty = {"source": "endpoints", "service": service, "endpoint": None}
     events = sandbox_events_by_pod(sandbox_events)
     rows = []
     for name in sorted(hosts):

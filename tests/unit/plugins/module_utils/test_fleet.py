@@ -278,7 +278,7 @@ def test_without_prometheus_the_exporter_pod_service_and_listed_endpoint_decide(
             ]
         }
     ]
-    assert endpoints_by_node(slices)["gpu-0"] == {"source": "endpoints", "service": True, "endpoint": True}
+    assert endpoints_by_node(slices)["gpu-0"] == {"source": "endpoints", "endpoint": True}
     exporter = {"dcgm-exporter": {"name": "nvidia-dcgm-exporter-x", "ready": True}}
     hosts = {h: host(nvml(), "gpu-%d" % i) for i, h in enumerate("abcd")}
     nodes = {
@@ -287,13 +287,18 @@ def test_without_prometheus_the_exporter_pod_service_and_listed_endpoint_decide(
         "gpu-2": node(operands=exporter),
         "gpu-3": node(),
     }
-    rows = fleet_summary(hosts, nodes, monitoring={"source": "endpoints", "endpoint_slices": slices})["rows"]
+    monitoring = {"source": "endpoints", "service": True, "endpoint_slices": slices}
+    rows = fleet_summary(hosts, nodes, monitoring=monitoring)["rows"]
     # gpu-2: Ready pod, endpoint not listed (the API never lists loopback/host addresses): passes
     assert [r["failing_layer"] for r in rows] == [None, "monitoring", None, "monitoring"]
     assert "endpoint of this node (pod nvidia-dcgm-exporter-x) is not ready" in rows[1]["evidence"][0]
     assert rows[3]["evidence"] == ["no nvidia-dcgm-exporter pod on this node"]
-    rows = fleet_summary(hosts, nodes, monitoring={"source": "endpoints", "endpoint_slices": []})["rows"]
-    assert all("no nvidia-dcgm-exporter Service" in r["evidence"][0] for r in rows)
+    # The Service without any EndpointSlice (the controller could not write one: every address was loopback) passes.
+    monitoring = {"source": "endpoints", "service": True, "endpoint_slices": []}
+    rows = fleet_summary(hosts, nodes, monitoring=monitoring)["rows"]
+    assert [r["failing_layer"] for r in rows] == [None, None, None, "monitoring"]
+    rows = fleet_summary(hosts, nodes, monitoring={"source": "endpoints", "service": False, "endpoint_slices": slices})
+    assert all("no nvidia-dcgm-exporter Service" in r["evidence"][0] for r in rows["rows"])
 
 
 def test_fleet_summary_counts_verdicts_and_layers():
