@@ -253,9 +253,11 @@ def operands_by_node(pods):
     return by_node, unscheduled
 
 
-#: Operands every GPU node runs when its ``nvidia.com/gpu.deploy.<component>`` label is ``true``: without them no
-#: GPU reaches a pod (the driver, the runtime hook, the advertised resource).
-REQUIRED_OPERANDS = ("driver", "container-toolkit", "device-plugin")
+#: Operands every GPU node runs when its ``nvidia.com/gpu.deploy.<component>`` label is ``true`` and the ClusterPolicy
+#: enables them (the chart's default): without them no GPU reaches a pod (the driver, the runtime hook, the
+#: advertised resource). Each with its ClusterPolicy spec key.
+REQUIRED_OPERANDS = (("driver", "driver"), ("container-toolkit", "toolkit"), ("device-plugin", "devicePlugin"))
+ALL_REQUIRED = tuple(c for c, _key in REQUIRED_OPERANDS)
 
 
 def _operand_ok(summary):
@@ -263,23 +265,20 @@ def _operand_ok(summary):
     return summary["ready"] or summary["phase"] == "Succeeded"
 
 
-def missing_operands(deploy, operands):
+def required_operands(policy=None):
+    """The required operands a ClusterPolicy (raw dict; None: the chart defaults) enables."""
+    spec = (policy or {}).get("spec") or {}
+    return tuple(c for c, key in REQUIRED_OPERANDS if (spec.get(key) or {}).get("enabled") is not False)
+
+
+def missing_operands(deploy, operands, required=ALL_REQUIRED):
     """Required operands the node is labelled to run (deploy label ``true``) that have no pod on it."""
-    return [c for c in REQUIRED_OPERANDS if deploy.get(c) == "true" and c not in operands]
+    return [c for c in required if deploy.get(c) == "true" and c not in operands]
 
 
-def _operands_ready(labels, deploy, operands):
-    # The operator labels a GPU node (gpu.present and the deploy labels, together) before its DaemonSets place pods
-    # there: until then the node is not ready, even with no operand pod to wait for.
-    return (
-        labels.get(PRESENT_LABEL) == "true"
-        and not missing_operands(deploy, operands)
-        and all(_operand_ok(s) for s in operands.values())
-    )
-
-
-def node_view(node, operands=None):
-    """The per-node GPU view of one node dict (and its operand summaries from :func:`operands_by_node`)."""
+def node_view(node, operands=None, required=ALL_REQUIRED):
+    """The per-node GPU view of one node dict (and its operand summaries from :func:`operands_by_node`);
+    ``required``: the required operands the ClusterPolicy enables (:func:`required_operands`)."""
     meta = node.get("metadata") or {}
     spec = node.get("spec") or {}
     status = node.get("status") or {}
@@ -288,6 +287,7 @@ def node_view(node, operands=None):
     conditions = _conditions(status.get("conditions"))
     operands = operands or {}
     deploy = {k[len(DEPLOY_LABEL_PREFIX) :]: v for k, v in labels.items() if k.startswith(DEPLOY_LABEL_PREFIX)}
+    missing = missing_operands(deploy, operands, required)
     return {
         "name": meta.get("name"),
         "gpu": gpu_labels(labels),
@@ -308,8 +308,12 @@ def node_view(node, operands=None):
         "os_image": info.get("osImage"),
         "container_runtime_version": info.get("containerRuntimeVersion"),
         "operands": operands,
-        "operands_missing": missing_operands(deploy, operands),
-        "operands_ready": _operands_ready(labels, deploy, operands),
+        "operands_missing": missing,
+        # The operator labels a GPU node (gpu.present and the deploy labels, together) before its DaemonSets place
+        # pods there: until then the node is not ready, even with no operand pod to wait for.
+        "operands_ready": labels.get(PRESENT_LABEL) == "true"
+        and not missing
+        and all(_operand_ok(s) for s in operands.values()),
     }
 
 
@@ -326,12 +330,18 @@ def _cr_summary(obj):
     }
 
 
-def cluster_policy_view(policies):
-    """The ClusterPolicy the operator acts on (the first not ``ignored``, by name), or None."""
+def cluster_policy_in_use(policies):
+    """The ClusterPolicy the operator acts on (raw dict: the first not ``ignored``, by name), or None."""
     if not policies:
         return None
-    ordered = sorted(policies, key=lambda p: ((p.get("status") or {}).get("state") == "ignored", p["metadata"]["name"]))
-    obj = ordered[0]
+    return min(policies, key=lambda p: ((p.get("status") or {}).get("state") == "ignored", p["metadata"]["name"]))
+
+
+def cluster_policy_view(policies):
+    """The summary of :func:`cluster_policy_in_use`, or None."""
+    obj = cluster_policy_in_use(policies)
+    if obj is None:
+        return None
     spec = obj.get("spec") or {}
     driver = spec.get("driver") or {}
     view = _cr_summary(obj)
@@ -419,12 +429,13 @@ def cluster_view(nodes, pods, cluster_policies=None, nvidia_drivers=None, gpu_no
     dropped (used when no label selector narrowed the LIST server-side).
     """
     by_node, unscheduled = operands_by_node(pods)
+    required = required_operands(cluster_policy_in_use(cluster_policies))
     views = []
     for node in nodes:
         if gpu_nodes_only and not is_gpu_node(node):
             continue
         name = (node.get("metadata") or {}).get("name")
-        views.append(node_view(node, by_node.get(name)))
+        views.append(node_view(node, by_node.get(name), required))
     views.sort(key=lambda v: v["name"] or "")
     return {
         "nodes": {v["name"]: v for v in views},

@@ -119,7 +119,8 @@ nodes:
       C(last_termination_container), C(last_termination_message) (first 500 characters), C(terminating),
       C(start_time), C(other_pods) (more pods of the same component on the node, during a rollout).
     - C(operands_missing) lists the required operands (C(driver), C(container-toolkit), C(device-plugin)) whose
-      C(nvidia.com/gpu.deploy.<component>) label is C(true) but which have no pod on the node.
+      C(nvidia.com/gpu.deploy.<component>) label is C(true) and which the ClusterPolicy enables (C(driver.enabled),
+      C(toolkit.enabled), C(devicePlugin.enabled); all by default) but which have no pod on the node.
     - C(operands_ready) is true when the operator has labelled the node (C(nvidia.com/gpu.present=true)), no required
       operand is missing and every operand pod on the node is Ready (or Succeeded, for validation pods). A node the
       operator has not reached yet is not ready, though no operand pod runs there.

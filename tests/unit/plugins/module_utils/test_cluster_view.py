@@ -256,6 +256,15 @@ class TestOperands:
         view = cv.cluster_view([gpu_node("g0", labels=labels)], pods)["nodes"]["g0"]
         assert view["operands_missing"] == ["container-toolkit"] and view["operands_ready"] is False
 
+    def test_a_required_operand_the_cluster_policy_disables_is_not_expected(self):
+        labels = {"nvidia.com/gpu.deploy.driver": "true", "nvidia.com/gpu.deploy.device-plugin": "true"}
+        pods = [pod("p", "g0", "nvidia-device-plugin-daemonset")]
+        policy = cr("cluster-policy", "ready", spec={"driver": {"enabled": False}})
+        view = cv.cluster_view([gpu_node("g0", labels=labels)], pods, [policy])["nodes"]["g0"]
+        assert view["operands_missing"] == [] and view["operands_ready"] is True
+        view = cv.cluster_view([gpu_node("g0", labels=labels)], pods, [cr("cluster-policy", "ready")])["nodes"]["g0"]
+        assert view["operands_missing"] == ["driver"]
+
     def test_a_node_with_its_operands_switched_off_is_ready_without_pods(self):
         view = cv.cluster_view([gpu_node("g0", labels={"nvidia.com/gpu.deploy.operands": "false"})], [])
         assert view["nodes"]["g0"]["operands_ready"] is True
