@@ -25,7 +25,7 @@ for _path in (str(ROOT), str(COLLECTIONS)):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import (  # noqa: E402
     K8sClient,
     load_configuration,
 )

@@ -35,7 +35,7 @@ from pathlib import Path
 # _common (bench/_common.py) first: it makes the collection and tests.* importable
 from _common import ROOT, K8sClient, load_configuration
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._canary import Canary, CanaryAbort
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.run import Canary, CanaryAbort
 
 STATE = "nvidia.com/gpu-driver-upgrade-state"
 SKIP = "nvidia.com/gpu-driver-upgrade.skip"

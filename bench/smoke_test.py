@@ -26,7 +26,7 @@ from pathlib import Path
 # _common (bench/_common.py) first: it makes the collection and tests.* importable
 from _common import new_client, parser, scale_testbed
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._smoke import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.smoke import (
     SmokeRun,
     pod_spec,
     run_selector,

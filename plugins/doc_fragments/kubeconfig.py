@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 # Options for connecting to the Kubernetes API, shared by every cluster module.
-# Mirrors plugins/module_utils/_k8s_args.py:KUBECONFIG_ARG_SPEC one to one; change both together.
+# Mirrors plugins/module_utils/_core/args.py:KUBECONFIG_ARG_SPEC one to one; change both together.
 
 from __future__ import absolute_import, division, print_function
 

@@ -52,7 +52,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._baseline import (  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.checks import (  # noqa: E402
     BaselineError,
     evaluate_host,
     options,

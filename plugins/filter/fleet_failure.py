@@ -45,7 +45,7 @@ _value:
   type: str
 """
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._fleet import should_fail  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import should_fail  # noqa: E402
 
 
 def _fleet_failure(summary, fail_on="any", layers=None):

@@ -73,7 +73,7 @@ _value:
   type: dict
 """
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._fleet import (  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import (  # noqa: E402
     fleet_summary,
     summary_lines,
 )

@@ -67,7 +67,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator_values import (  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.values import (  # noqa: E402
     MIG_CONFIG_LABEL,
     MIG_STATE_LABEL,
     ValuesError,

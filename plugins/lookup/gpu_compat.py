@@ -14,7 +14,7 @@ version_added: 0.1.0
 author: gpuops.gpu_operator contributors (@gpuops)
 description:
   - Returns rows of the curated, versioned compatibility matrix shipped in the collection
-    (C(plugins/module_utils/_compat_data.py), every row citing its source).
+    (C(plugins/module_utils/_operator/compat_data.py), every row citing its source).
   - "O(kind=release): for each term (an operator version such as V(v26.7.0) or V(25.10)), the release row:
     C(kubernetes) and C(containerd) ranges, C(os), C(default_driver), C(chart_default_driver), C(drivers),
     C(recommended_drivers), C(source) and more."
@@ -55,7 +55,7 @@ _raw:
 from ansible.errors import AnsibleLookupError  # noqa: E402
 from ansible.plugins.lookup import LookupBase  # noqa: E402
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _compat as compat  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat as compat  # noqa: E402
 
 KINDS = ("release", "cuda", "kernel_module", "matrix")
 

@@ -157,7 +157,10 @@ import datetime
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._audit_report import AuditReport, ReportError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.report import (
+    AuditReport,
+    ReportError,
+)
 
 
 def argspec():

@@ -199,9 +199,9 @@ api_requests:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._cluster_view import cluster_view
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import module_client, run_cluster_module
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s_args import KUBECONFIG_ARG_SPEC
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import cluster_view
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import module_client, run_cluster_module
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
 
 
 def argspec():

@@ -164,7 +164,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._host_facts import collect
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts import collect
 
 
 def main():

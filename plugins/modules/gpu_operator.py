@@ -175,14 +175,14 @@ rolled_back:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._helm import HELM_ARG_SPEC, Helm, HelmError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm import HELM_ARG_SPEC, Helm, HelmError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import (
     K8sError,
     module_client,
     require_kubernetes,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s_args import KUBECONFIG_ARG_SPEC
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator_release import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release import (
     OperatorRelease,
     ReleaseError,
     ReleaseParams,

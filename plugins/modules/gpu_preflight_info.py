@@ -165,13 +165,13 @@ api_requests:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import (
     K8sError,
     module_client,
     run_cluster_module,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s_args import KUBECONFIG_ARG_SPEC
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._preflight import SECTIONS, gather
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.preflight import SECTIONS, gather
 
 
 def argspec():

@@ -215,12 +215,12 @@ import signal
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import (
     module_client,
     run_cluster_module,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s_args import KUBECONFIG_ARG_SPEC
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._smoke import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.smoke import (
     DEFAULT_TOLERATIONS,
     MODES,
     SmokeError,

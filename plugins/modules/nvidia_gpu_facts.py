@@ -171,7 +171,7 @@ except ImportError:
     HAS_PYNVML = False
     PYNVML_IMP_ERR = traceback.format_exc()
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._nvml import collect, require_gpus_problem
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.nvml import collect, require_gpus_problem
 
 
 def argspec():

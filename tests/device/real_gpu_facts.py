@@ -67,7 +67,7 @@ def main():
     bootstrap()
     import pynvml
 
-    from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _nvml
+    from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients import nvml as _nvml
 
     t_facts, facts = best(lambda: _nvml.collect(pynvml), args.repeat)
     print(

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _baseline as b
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline import checks as b
 from tests.integration.helpers import collection_env, module_runner
 from tests.sim import profiles
 from tests.sim import testbed as tb

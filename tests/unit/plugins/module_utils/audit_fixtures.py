@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import copy
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._cluster_view import cluster_view
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._nvml import health
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import cluster_view
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.nvml import health
 
 DRIVER = "570.124.06"
 

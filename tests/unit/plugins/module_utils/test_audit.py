@@ -1,4 +1,4 @@
-"""Specification of plugins/module_utils/_audit.py: the join, drift, health, mismatches and changes of an audit."""
+"""Specification of plugins/module_utils/_workflows/audit/join.py: the join, drift, health, mismatches and changes of an audit."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from audit_fixtures import UNREACHABLE, cluster_result, gpu, host, node, nvml_result, two_clusters  # noqa: E402
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _audit  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import join as _audit  # noqa: E402
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[4] / "docs" / "audit-snapshot.schema.json").read_text())
 NOW = "2026-12-03T15:00:00Z"

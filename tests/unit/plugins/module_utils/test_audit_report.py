@@ -1,4 +1,4 @@
-"""Specification of plugins/module_utils/_audit_report.py: rendering, atomic writes and one audit run."""
+"""Specification of plugins/module_utils/_workflows/audit/report.py: rendering, atomic writes and one audit run."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from audit_fixtures import two_clusters  # noqa: E402
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _audit, _audit_report  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import join as _audit  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import report as _audit_report  # noqa: E402
 
 NOW = "2026-12-03T15:00:00Z"
 ALL = ["json", "markdown", "html"]

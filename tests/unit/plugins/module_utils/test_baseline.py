@@ -1,7 +1,7 @@
 # Copyright (c) gpuops.gpu_operator contributors
 # Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
 # SPDX-License-Identifier: Apache-2.0
-"""Specification of the baseline checks (plugins/module_utils/_baseline.py).
+"""Specification of the baseline checks (plugins/module_utils/_workflows/baseline/checks.py).
 
 Every check has a case built to trip it and a case built to pass it. Host cases are the fake host trees in
 tests/sim/hosts/ read by the real gpu_host_facts reader, some copied to a temporary directory and edited to
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _baseline as b
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _host_facts as hf
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline import checks as b
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients import host_facts as hf
 
 ROOT = Path(__file__).resolve().parents[4]
 HOSTS = ROOT / "tests" / "sim" / "hosts"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _canary_plan as P
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import plan as P
 
 STATE = "nvidia.com/gpu-driver-upgrade-state"
 SKIP = "nvidia.com/gpu-driver-upgrade.skip"

@@ -1,8 +1,8 @@
-"""Specification of plugins/module_utils/_cluster_view.py: the per-node GPU view from raw API objects."""
+"""Specification of plugins/module_utils/_clients/cluster_view.py: the per-node GPU view from raw API objects."""
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _cluster_view as cv
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients import cluster_view as cv
 
 # ------------------------------------------------------------------------------------------------
 # Builders for raw API objects

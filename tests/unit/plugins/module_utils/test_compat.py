@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _compat as c
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _compat_data as d
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat as c
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat_data as d
 
 
 def test_the_matrix_covers_operator_24_9_to_26_7():

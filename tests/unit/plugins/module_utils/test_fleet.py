@@ -1,6 +1,6 @@
 """Specs for GPU node validation: host facts joined with the cluster view, checks in order, lowest failing layer."""
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._fleet import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import (
     CHECKS,
     LAYERS,
     endpoints_by_node,

@@ -1,4 +1,4 @@
-"""Specification of plugins/module_utils/_helm.py: the helm CLI funnel, v3 and v4, with a recording module stub."""
+"""Specification of plugins/module_utils/_clients/helm.py: the helm CLI funnel, v3 and v4, with a recording module stub."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import tarfile
 
 import pytest
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._helm import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm import (
     REPO_ALIAS,
     ChartRef,
     Helm,

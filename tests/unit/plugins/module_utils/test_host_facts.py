@@ -1,4 +1,4 @@
-"""Specification of gpu_host_facts (plugins/module_utils/_host_facts.py) against the fake host trees in
+"""Specification of gpu_host_facts (plugins/module_utils/_clients/host_facts.py) against the fake host trees in
 tests/sim/hosts/, plus malformed and partial sources. Every expected value below is what the tree's files say."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 ROOT = Path(__file__).resolve().parents[4]
 
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _host_facts as hf
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients import host_facts as hf
 
 HOSTS = ROOT / "tests" / "sim" / "hosts"
 H100_BUS = [

@@ -1,4 +1,4 @@
-"""Specification of plugins/module_utils/_k8s.py: configuration, retries, pagination, error messages."""
+"""Specification of plugins/module_utils/_clients/k8s.py: configuration, retries, pagination, error messages."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 import urllib3
 from kubernetes import client as k8s_client
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _k8s
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients import k8s as _k8s
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import (
     K8sClient,
     K8sError,
     RetryPolicy,

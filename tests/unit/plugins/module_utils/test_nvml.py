@@ -1,4 +1,4 @@
-"""Specification of the NVML facts (plugins/module_utils/_nvml.py), run through pynvml's real ctypes path
+"""Specification of the NVML facts (plugins/module_utils/_clients/nvml.py), run through pynvml's real ctypes path
 against the project's fake libnvidia-ml.so.1 (tests/sim/nvml), one fixture profile at a time."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[4]
 
 import pynvml
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _nvml
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients import nvml as _nvml
 
 PROFILES = ROOT / "tests" / "sim" / "nvml" / "profiles"
 LIB = ROOT / "build" / "nvml" / "libnvidia-ml.so.1"

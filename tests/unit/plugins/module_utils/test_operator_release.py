@@ -1,4 +1,4 @@
-"""Specification of plugins/module_utils/_operator_release.py: gates, CRD plan, idempotence, check mode, rollback,
+"""Specification of plugins/module_utils/_operator/release.py: gates, CRD plan, idempotence, check mode, rollback,
 readiness. Helm and the API server are in-memory stand-ins (no cluster)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import copy
 import pytest
 import yaml
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._helm import HelmError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator_release import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm import HelmError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release import (
     OperatorRelease,
     ReleaseError,
     ReleaseParams,

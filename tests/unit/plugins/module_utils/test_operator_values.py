@@ -1,10 +1,10 @@
-"""Specification of plugins/module_utils/_operator_values.py: chart values from host facts, inventory and cluster."""
+"""Specification of plugins/module_utils/_operator/values.py: chart values from host facts, inventory and cluster."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator_values import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.values import (
     DRIVER_DEPLOY_LABEL,
     ValuesError,
     deep_merge,

@@ -1,7 +1,7 @@
 # Copyright (c) gpuops.gpu_operator contributors
 # Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
 # SPDX-License-Identifier: Apache-2.0
-"""Specification of gpu_preflight_info's reads (plugins/module_utils/_preflight.py) over a stub client.
+"""Specification of gpu_preflight_info's reads (plugins/module_utils/_workflows/preflight.py) over a stub client.
 
 The stub answers the paths the API server would; the real API server is exercised in
 tests/integration/baseline/.
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _preflight as p
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import K8sError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows import preflight as p
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
 
 
 def k8s_node(name, labels=None, taints=None, unschedulable=False, runtime="containerd://1.7.27"):

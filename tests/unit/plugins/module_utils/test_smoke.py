@@ -8,8 +8,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from kubernetes import client as k8s_client
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import K8sClient, RetryPolicy
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._smoke import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sClient, RetryPolicy
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.smoke import (
     SmokeError,
     SmokeRun,
     classify,

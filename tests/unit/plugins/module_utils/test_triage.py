@@ -1,8 +1,12 @@
-"""Specification of plugins/module_utils/_triage.py: the layer walk, from plain API dicts (no cluster)."""
+"""Specification of plugins/module_utils/_workflows/triage/diagnose.py: the layer walk, from plain API dicts (no cluster)."""
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._triage import LAYERS, Snapshot, diagnose
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.diagnose import (
+    LAYERS,
+    Snapshot,
+    diagnose,
+)
 
 NS = "gpu-operator"
 POLICY = {"metadata": {"name": "cluster-policy"}, "spec": {"driver": {"enabled": True}}, "status": {"state": "ready"}}

@@ -1,10 +1,10 @@
-"""Specification of plugins/module_utils/_triage_sched.py: the scheduler's filters and messages, from plain dicts."""
+"""Specification of plugins/module_utils/_workflows/triage/sched.py: the scheduler's filters and messages, from plain dicts."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._triage_sched import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.sched import (
     first_failing_filter,
     node_requested,
     parse_failed_scheduling,

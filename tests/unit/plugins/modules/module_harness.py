@@ -15,8 +15,8 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 from kubernetes import client as k8s_client
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _k8s
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import K8sClient, RetryPolicy
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients import k8s as _k8s
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sClient, RetryPolicy
 
 
 class Resp:

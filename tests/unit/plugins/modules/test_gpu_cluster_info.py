@@ -184,7 +184,7 @@ def test_unreadable_kubeconfig_fails_cleanly_through_the_real_client_factory(tmp
 
 
 def test_argument_spec_is_the_kubeconfig_spec_plus_three_options():
-    from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s_args import KUBECONFIG_ARG_SPEC
+    from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
 
     spec = gpu_cluster_info.argspec()
     assert set(spec) - set(KUBECONFIG_ARG_SPEC) == {"label_selector", "operator_namespace", "page_size"}

@@ -11,7 +11,7 @@ import yaml
 
 from ansible_collections.gpuops.gpu_operator.plugins.doc_fragments import helm as helm_fragment
 from ansible_collections.gpuops.gpu_operator.plugins.doc_fragments import kubeconfig as kubeconfig_fragment
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _operator_release
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import release as _operator_release
 from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_operator
 
 KUBECONFIG = {

@@ -11,7 +11,7 @@ import module_harness as harness
 import yaml
 from module_harness import Resp
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s_args import KUBECONFIG_ARG_SPEC
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
 from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_preflight_info as mod
 
 

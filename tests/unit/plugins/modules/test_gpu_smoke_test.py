@@ -67,7 +67,7 @@ def test_bad_input_fails_naming_it(monkeypatch, args, message):
 
 
 def test_the_argument_spec_keeps_the_shared_kubeconfig_options():
-    from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s_args import KUBECONFIG_ARG_SPEC
+    from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
 
     spec = gpu_smoke_test.argspec()
     assert set(KUBECONFIG_ARG_SPEC) <= set(spec)

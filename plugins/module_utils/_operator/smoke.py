@@ -31,7 +31,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._cluster_view import is_gpu_node
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import is_gpu_node
 
 SMOKE_LABEL = "gpuops.io/smoke-test"
 RUN_LABEL = "gpuops.io/smoke-test-run"

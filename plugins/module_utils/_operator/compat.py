@@ -15,7 +15,7 @@ __metaclass__ = type
 import copy
 import re
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _compat_data as data
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat_data as data
 
 
 class CompatError(ValueError):

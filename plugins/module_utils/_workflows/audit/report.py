@@ -21,7 +21,7 @@ import os
 import tempfile
 from html import escape as _escape
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._audit import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.join import (
     DRIFT_FIELDS,
     HEALTH_CATEGORIES,
     BaselineError,

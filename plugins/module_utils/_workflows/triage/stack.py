@@ -13,7 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._cluster_view import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
     GPU_RESOURCE,
     MIG_RESOURCE_PREFIX,
     cluster_policy_view,
@@ -21,7 +21,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._cluster_view 
     node_view,
     operands_by_node,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._triage_common import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
     CRASH_REASONS,
     IMAGE_REASONS,
     NO_RUNTIME,
@@ -30,7 +30,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._triage_common
     _tail,
     finding,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._triage_sched import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.sched import (
     node_requested,
 )
 

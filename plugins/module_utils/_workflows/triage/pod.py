@@ -15,12 +15,12 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._cluster_view import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
     GPU_RESOURCE,
     MIG_RESOURCE_PREFIX,
     is_gpu_node,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._triage_common import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
     DEFAULT_SCHEDULER,
     KUEUE_GROUP,
     KUEUE_QUEUE_LABEL,
@@ -34,7 +34,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._triage_common
     _taint_text,
     finding,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._triage_sched import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.sched import (
     FILTER_ORDER,
     first_failing_filter,
     is_gpu_resource,

@@ -20,7 +20,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._cluster_view import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
     GPU_RESOURCE,
     MIG_RESOURCE_PREFIX,
 )

@@ -35,10 +35,10 @@ try:
 except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
     yaml = None
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._cluster_view import cluster_view
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._helm import REPO_ALIAS, ChartRef, HelmError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import K8sError, default_kubeconfig_path
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator_values import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import cluster_view
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm import REPO_ALIAS, ChartRef, HelmError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError, default_kubeconfig_path
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.values import (
     NFD_LABEL_PREFIX,
     SERVICE_MONITOR_CRD,
     ValuesError,

@@ -40,8 +40,8 @@ try:
 except ImportError:  # pragma: no cover - Python 2 is not supported
     from urllib import quote  # type: ignore
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import K8sError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._triage_common import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
     CRASH_REASONS,
     DEFAULT_SCHEDULER,
     IMAGE_REASONS,
@@ -56,17 +56,20 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._triage_common
     _taint_text,
     finding,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._triage_pod import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.pod import (
     PodDiagnosis,
     create_failures,
     limit_range_evidence,
     quota_pressure,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._triage_sched import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.sched import (
     is_terminal,
     pod_requests,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._triage_stack import NodeStack, _container_failure
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.stack import (
+    NodeStack,
+    _container_failure,
+)
 
 # --------------------------------------------------------------------------------------------------
 # Assembling the result

@@ -17,11 +17,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._cluster_view import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
     UPGRADE_STATE_LABEL,
     is_gpu_node,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import K8sError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
 
 SECTIONS = ("version", "nodes", "nfd", "crds", "runtime_class", "namespace", "cluster_policy", "access")
 NFD_SELECTOR = "app.kubernetes.io/name=node-feature-discovery"

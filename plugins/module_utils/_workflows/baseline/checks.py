@@ -20,7 +20,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _compat as compat
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat as compat
 
 SEVERITIES = ("fail", "warn", "info")
 POLICIES = ("operator-managed", "preinstalled")

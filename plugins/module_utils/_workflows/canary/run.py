@@ -15,14 +15,14 @@ __metaclass__ = type
 import time
 from urllib.parse import quote
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _canary_plan as P
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._cluster_view import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import plan as P
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
     UPGRADE_SKIP_LABEL,
     UPGRADE_STATE_LABEL,
     node_view,
     operands_by_node,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._k8s import K8sError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
 
 MERGE = "application/merge-patch+json"
 FIELD_MANAGER = "gpuops-canary-upgrade"

@@ -15,8 +15,8 @@ import json
 import math
 import re
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import _compat as compat
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._cluster_view import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat as compat
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
     GPU_RESOURCE,
     UPGRADE_SKIP_LABEL,
     UPGRADE_STATE_LABEL,
