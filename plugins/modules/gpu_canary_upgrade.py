@@ -250,8 +250,6 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.run import Canary, CanaryAbort
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.plan import PlanError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import (
     K8sError,
     client_from_params,
@@ -259,6 +257,8 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s i
     require_kubernetes,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.plan import PlanError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.run import Canary, CanaryAbort
 
 
 def argspec():

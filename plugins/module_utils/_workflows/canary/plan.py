@@ -15,13 +15,13 @@ import json
 import math
 import re
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat as compat
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
     GPU_RESOURCE,
     UPGRADE_SKIP_LABEL,
     UPGRADE_STATE_LABEL,
     is_gpu_node,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat as compat
 
 RECORD_VERSION = 1
 RECORD_KEY = "record"

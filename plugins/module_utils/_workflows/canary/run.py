@@ -15,7 +15,6 @@ __metaclass__ = type
 import time
 from urllib.parse import quote
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import plan as P
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
     UPGRADE_SKIP_LABEL,
     UPGRADE_STATE_LABEL,
@@ -23,6 +22,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
     operands_by_node,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import plan as P
 
 MERGE = "application/merge-patch+json"
 FIELD_MANAGER = "gpuops-canary-upgrade"

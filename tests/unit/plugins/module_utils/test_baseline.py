@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline import checks as b
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients import host_facts as hf
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline import checks as b
 
 ROOT = Path(__file__).resolve().parents[4]
 HOSTS = ROOT / "tests" / "sim" / "hosts"

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import plan as P
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.run import Canary, CanaryAbort
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
 
 STATE = "nvidia.com/gpu-driver-upgrade-state"
 SKIP = "nvidia.com/gpu-driver-upgrade.skip"

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows import preflight as p
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows import preflight as p
 
 
 def k8s_node(name, labels=None, taints=None, unschedulable=False, runtime="containerd://1.7.27"):

@@ -1,4 +1,4 @@
-"""Specification of plugins/module_utils/_workflows/triage/diagnose.py: the layer walk, from plain API dicts (no cluster)."""
+"""Specification of module_utils/_workflows/triage/diagnose.py: the layer walk, from plain API dicts (no cluster)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Specification of plugins/module_utils/_workflows/triage/sched.py: the scheduler's filters and messages, from plain dicts."""
+"""Specification of module_utils/_workflows/triage/sched.py: the scheduler's filters and messages, from plain dicts."""
 
 from __future__ import annotations
 
