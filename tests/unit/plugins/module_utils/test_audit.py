@@ -1,4 +1,4 @@
-"""Specification of module_utils/_workflows/audit/join.py: the join, drift, health, mismatches and changes of an audit."""
+"""Specification of module_utils/_workflows/audit/join.py: join, drift, health, mismatches, changes."""
 
 from __future__ import annotations
 
