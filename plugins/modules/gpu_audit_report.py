@@ -155,8 +155,7 @@ changes:
 
 import datetime
 
-from ansible.module_utils.basic import AnsibleModule
-
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.report import (
     AuditReport,
     ReportError,
@@ -182,15 +181,14 @@ def _now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+def execute_module(module):
     p = module.params
     if not p["formats"]:
-        module.fail_json(msg="formats is empty; choose one or more of json, markdown, html")
+        raise ReportError("formats is empty; choose one or more of json, markdown, html")
     bad = sorted(n for n, h in p["hosts"].items() if not isinstance(h, dict) or h.get("cluster") not in p["clusters"])
     if bad:
-        module.fail_json(
-            msg="hosts %s: each needs a dict whose cluster is a key of clusters (%s)"
+        raise ReportError(
+            "hosts %s: each needs a dict whose cluster is a key of clusters (%s)"
             % (", ".join(bad), ", ".join(sorted(p["clusters"])) or "none given")
         )
     report = AuditReport(
@@ -206,11 +204,15 @@ def main():
     try:
         result = report.run(_now(), check_mode=module.check_mode)
     except (ReportError, OSError) as exc:
-        module.fail_json(msg="audit report: %s" % exc)
+        raise ReportError("audit report: %s" % exc) from exc
     diff = result.pop("diff")
     if module._diff and result["changed"]:
         result["diff"] = diff
-    module.exit_json(**result)
+    return result
+
+
+def main():
+    run_module(argspec(), execute_module, supports_check_mode=True)
 
 
 if __name__ == "__main__":

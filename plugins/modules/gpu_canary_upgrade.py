@@ -247,16 +247,12 @@ api_requests:
 
 import time
 
-from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import (
-    K8sError,
-    client_from_params,
-    kubeconfig_secrets,
-    require_kubernetes,
-)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import KUBERNETES, module_client
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.plan import PlanError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.run import Canary, CanaryAbort
 
@@ -361,24 +357,23 @@ def execute(module, client, clock=time.time, sleep=time.sleep):
     return result
 
 
+def execute_module(module):
+    client = module_client(module)
+    try:
+        return execute(module, client)
+    except GpuOpsError as exc:
+        exc.details.setdefault("api_requests", client.requests)
+        raise
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=argspec(),
+    run_module(
+        argspec(),
+        execute_module,
+        requirements=[KUBERNETES],
         required_one_of=[("driver_version", "chart_version")],
         supports_check_mode=True,
     )
-    require_kubernetes(module)
-    module.no_log_values.update(kubeconfig_secrets(module.params["kubeconfig"]))
-    client = client_from_params(module.params)
-    try:
-        result = execute(module, client)
-    except CanaryAbort as exc:
-        module.fail_json(msg=exc.msg, failed_nodes=exc.failed, wave=exc.wave, api_requests=client.requests)
-    except PlanError as exc:
-        module.fail_json(msg=str(exc))
-    except K8sError as exc:
-        module.fail_json(msg=exc.msg, status=exc.status)
-    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -197,11 +197,11 @@ api_requests:
   sample: 5
 """
 
-from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import cluster_view
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import module_client, run_cluster_module
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import KUBERNETES, module_client
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC, check_minimums
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
 
 
 def argspec():
@@ -230,8 +230,7 @@ def gather(client, label_selector=None, operator_namespace="gpu-operator", page_
 
 
 def execute_module(module):
-    if module.params["page_size"] < 1:
-        module.fail_json(msg="page_size must be at least 1, got %d" % module.params["page_size"])
+    check_minimums(module.params, {"page_size": 1})
     client = module_client(module)
     result = gather(
         client,
@@ -239,12 +238,12 @@ def execute_module(module):
         operator_namespace=module.params["operator_namespace"],
         page_size=module.params["page_size"],
     )
-    module.exit_json(changed=False, **result)
+    result["changed"] = False
+    return result
 
 
 def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    run_cluster_module(module, execute_module)
+    run_module(argspec(), execute_module, requirements=[KUBERNETES], supports_check_mode=True)
 
 
 if __name__ == "__main__":

@@ -162,14 +162,20 @@ ansible_facts:
           returned: always
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts import collect
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
+
+
+def argspec():
+    return dict(host_root=dict(type='path', default='/'))
+
+
+def execute_module(module):
+    return dict(ansible_facts=dict(gpu_host=collect(module.params['host_root'])))
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(host_root=dict(type='path', default='/')), supports_check_mode=True)
-    module.exit_json(ansible_facts=dict(gpu_host=collect(module.params['host_root'])))
+    run_module(argspec(), execute_module, supports_check_mode=True)
 
 
 if __name__ == '__main__':

@@ -173,18 +173,17 @@ rolled_back:
   type: bool
 """
 
-from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm import HELM_ARG_SPEC, Helm, HelmError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm import HELM_ARG_SPEC, Helm
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import (
-    K8sError,
+    KUBERNETES,
     module_client,
-    require_kubernetes,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release import (
     OperatorRelease,
-    ReleaseError,
     ReleaseParams,
     helm_kubeconfig,
 )
@@ -230,24 +229,24 @@ def execute_module(module):
         )
         try:
             result = release.run()
-        except ReleaseError as exc:
-            module.fail_json(msg=exc.msg, helm_version=version, warnings=release.warnings, **exc.details)
-        for warning in release.warnings:
-            module.warn(warning)
-        module.exit_json(helm_version=version, **result)
+        except GpuOpsError as exc:
+            exc.details.setdefault("helm_version", version)
+            raise
+        finally:
+            for warning in release.warnings:
+                module.warn(warning)
+        result["helm_version"] = version
+        return result
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=argspec(),
+    run_module(
+        argspec(),
+        execute_module,
+        requirements=[KUBERNETES],
         supports_check_mode=True,
         required_if=[("state", "present", ["chart_ref"])],
     )
-    require_kubernetes(module)
-    try:
-        execute_module(module)
-    except (K8sError, HelmError) as exc:
-        module.fail_json(msg=exc.msg, **getattr(exc, "result", {}))
 
 
 if __name__ == "__main__":

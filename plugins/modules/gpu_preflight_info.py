@@ -163,14 +163,14 @@ api_requests:
   type: int
 """
 
-from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import (
+    KUBERNETES,
     K8sError,
     module_client,
-    run_cluster_module,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC, check_minimums
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.preflight import SECTIONS, gather
 
 
@@ -220,8 +220,7 @@ def reviewer(configuration):
 
 
 def execute_module(module):
-    if module.params["page_size"] < 1:
-        module.fail_json(msg="page_size must be at least 1, got %d" % module.params["page_size"])
+    check_minimums(module.params, {"page_size": 1})
     client = module_client(module)
     result = gather(
         client,
@@ -233,12 +232,12 @@ def execute_module(module):
         identity=module.params["identity"],
         page_size=module.params["page_size"],
     )
-    module.exit_json(changed=False, **result)
+    result["changed"] = False
+    return result
 
 
 def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    run_cluster_module(module, execute_module)
+    run_module(argspec(), execute_module, requirements=[KUBERNETES], supports_check_mode=True)
 
 
 if __name__ == "__main__":

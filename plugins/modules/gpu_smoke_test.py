@@ -213,13 +213,12 @@ api_requests:
 
 import signal
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import (
+    KUBERNETES,
     module_client,
-    run_cluster_module,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC, check_minimums
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.smoke import (
     DEFAULT_TOLERATIONS,
     MODES,
@@ -263,9 +262,7 @@ def argspec():
 
 
 def _check_params(p):
-    for key, low in (("concurrency", 1), ("timeout", 1), ("schedule_timeout", 1)):
-        if p[key] < low:
-            raise SmokeError("%s must be at least %d, got %d" % (key, low, p[key]))
+    check_minimums(p, {"concurrency": 1, "timeout": 1, "schedule_timeout": 1})
     if p["poll_interval"] <= 0:
         raise SmokeError("poll_interval must be greater than 0, got %s" % p["poll_interval"])
 
@@ -331,7 +328,7 @@ def execute_module(module, client=None):
             }
             for pod in run.plan(selected)
         ]
-        module.exit_json(
+        return dict(
             changed=False,
             nodes={},
             summary=summarize({}, names),
@@ -349,7 +346,7 @@ def execute_module(module, client=None):
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    module.exit_json(
+    return dict(
         changed=bool(run.swept),
         nodes=results,
         summary=summarize(results, names),
@@ -363,18 +360,19 @@ def execute_module(module, client=None):
 
 def execute_or_fail(module):
     try:
-        execute_module(module)
-    except SmokeError as exc:
-        module.fail_json(msg=str(exc))
+        return execute_module(module)
     except KeyboardInterrupt as exc:
-        module.fail_json(msg="interrupted (%s); this run's pods were deleted" % exc)
+        raise SmokeError("interrupted (%s); this run's pods were deleted" % exc) from exc
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=argspec(), supports_check_mode=True, mutually_exclusive=[("sample", "percent")]
+    run_module(
+        argspec(),
+        execute_or_fail,
+        requirements=[KUBERNETES],
+        supports_check_mode=True,
+        mutually_exclusive=[("sample", "percent")],
     )
-    run_cluster_module(module, execute_or_fail)
 
 
 if __name__ == "__main__":

@@ -215,14 +215,15 @@ api_requests:
   type: int
 """
 
-from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import (
+    KUBERNETES,
     K8sError,
     module_client,
-    run_cluster_module,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC, check_minimums
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.diagnose import Triage, diagnose
 
 
@@ -263,14 +264,10 @@ def target_of(params):
 
 def execute_module(module):
     params = module.params
-    for key in ("page_size", "log_lines"):
-        if params[key] < 1:
-            module.fail_json(msg="%s must be at least 1, got %d" % (key, params[key]))
-    if params["max_logs"] < 0:
-        module.fail_json(msg="max_logs must be 0 or more, got %d" % params["max_logs"])
+    check_minimums(params, {"page_size": 1, "log_lines": 1, "max_logs": 0})
     target, error = target_of(params)
     if error:
-        module.fail_json(msg=error)
+        raise ArgumentError(error)
     client = module_client(module)
     triage = Triage(
         client,
@@ -284,25 +281,27 @@ def execute_module(module):
             snap = triage.read_node(target["name"])
         except K8sError as exc:
             if exc.status == 404:
-                module.fail_json(
-                    msg="node %s does not exist; give the name of a node (kubectl get nodes)" % target["name"]
-                )
+                raise ArgumentError(
+                    "node %s does not exist; give the name of a node (kubectl get nodes)" % target["name"]
+                ) from exc
             raise
     else:
         snap = triage.read_pods(target["namespace"], target["name"])
     result = diagnose(snap, target)
     result["api_requests"] = client.requests
-    module.exit_json(changed=False, **result)
+    result["changed"] = False
+    return result
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=argspec(),
+    run_module(
+        argspec(),
+        execute_module,
+        requirements=[KUBERNETES],
         mutually_exclusive=[("pod", "node"), ("namespace", "node")],
         required_one_of=[("pod", "namespace", "node")],
         supports_check_mode=True,
     )
-    run_cluster_module(module, execute_module)
 
 
 if __name__ == "__main__":

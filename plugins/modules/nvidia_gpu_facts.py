@@ -160,8 +160,6 @@ ansible_facts:
 
 import traceback
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
 try:
     import pynvml
 
@@ -172,6 +170,8 @@ except ImportError:
     PYNVML_IMP_ERR = traceback.format_exc()
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.nvml import collect, require_gpus_problem
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import Requirement, run_module
 
 
 def argspec():
@@ -183,16 +183,22 @@ def argspec():
     )
 
 
-def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    if not HAS_PYNVML:
-        module.fail_json(msg=missing_required_lib('nvidia-ml-py'), exception=PYNVML_IMP_ERR)
+def execute_module(module):
     p = module.params
     facts = collect(pynvml, p['library_path'], p['host_root'], p['driver_root'])
     problem = require_gpus_problem(facts) if p['require_gpus'] else None
     if problem:
-        module.fail_json(msg=problem, ansible_facts=dict(nvidia_gpu=facts))
-    module.exit_json(ansible_facts=dict(nvidia_gpu=facts))
+        raise GpuOpsError(problem, details=dict(ansible_facts=dict(nvidia_gpu=facts)))
+    return dict(ansible_facts=dict(nvidia_gpu=facts))
+
+
+def main():
+    run_module(
+        argspec(),
+        execute_module,
+        requirements=[Requirement('nvidia-ml-py', HAS_PYNVML, PYNVML_IMP_ERR)],
+        supports_check_mode=True,
+    )
 
 
 if __name__ == '__main__':

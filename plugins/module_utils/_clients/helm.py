@@ -31,6 +31,8 @@ import shutil
 import tarfile
 import tempfile
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
+
 try:
     import yaml
 
@@ -64,13 +66,11 @@ REPO_ALIAS = "gpuops-chart-repo"
 _NOT_FOUND = re.compile(r"release: not found|not found", re.IGNORECASE)
 
 
-class HelmError(Exception):
-    """A helm command failed; ``msg`` names the input and the fix, ``result`` holds cmd/rc/stdout/stderr."""
+class HelmError(GpuOpsError):
+    """A helm command failed; ``msg`` names the input and the fix, ``details`` hold cmd/rc/stdout/stderr."""
 
     def __init__(self, msg, cmd=None, rc=None, stdout="", stderr=""):
-        super().__init__(msg)
-        self.msg = msg
-        self.result = {"cmd": cmd, "rc": rc, "stdout": stdout, "stderr": stderr}
+        super().__init__(msg, details={"cmd": cmd, "rc": rc, "stdout": stdout, "stderr": stderr})
 
 
 def parse_version(text):

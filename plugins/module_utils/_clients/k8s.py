@@ -55,6 +55,12 @@ except ImportError:
 
 from ansible.module_utils.basic import missing_required_lib
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import Requirement
+
+#: The kubernetes Python library, for ``run_module(requirements=...)``.
+KUBERNETES = Requirement("kubernetes", HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR)
+
 #: HTTP statuses that are retried: throttling and server-side failures.
 RETRY_STATUSES = frozenset((429, 500, 502, 503, 504))
 
@@ -62,7 +68,7 @@ RETRY_STATUSES = frozenset((429, 500, 502, 503, 504))
 KUBECONFIG_ENV = ("K8S_AUTH_KUBECONFIG", "KUBECONFIG")
 
 
-class K8sError(Exception):
+class K8sError(GpuOpsError):
     """A failure talking to Kubernetes, with a message that says what to fix.
 
     ``status`` is the HTTP status (0 when no response came back); ``details`` is a dict safe to return
@@ -70,16 +76,7 @@ class K8sError(Exception):
     """
 
     def __init__(self, msg, status=0, details=None):
-        super().__init__(msg)
-        self.msg = msg
-        self.status = status
-        self.details = details or {}
-
-
-def require_kubernetes(module):
-    """Fail ``module`` with the standard message when the kubernetes Python library is missing."""
-    if not HAS_KUBERNETES:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
+        super().__init__(msg, status=status, details=details)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -200,20 +197,6 @@ def load_configuration(kubeconfig=None, context=None, in_cluster=None, validate_
     if validate_certs is not None:
         cfg.verify_ssl = bool(validate_certs)
     return cfg
-
-
-SECRET_USER_KEYS = ("token", "password", "client-key-data", "client-certificate-data")
-
-
-def kubeconfig_secrets(kubeconfig):
-    """Secret strings in an inline kubeconfig dict (tokens, passwords, key data), for ``module.no_log_values``."""
-    if not isinstance(kubeconfig, dict):
-        return set()
-    found = set()
-    for entry in kubeconfig.get("users") or []:
-        user = (entry or {}).get("user") or {}
-        found.update(str(user[k]) for k in SECRET_USER_KEYS if user.get(k))
-    return found
 
 
 def build_api_client(kubeconfig=None, context=None, in_cluster=None, **kwargs):
@@ -548,20 +531,6 @@ def client_from_params(params, retry=None):
 def module_client(module, retry=None):
     """The :class:`K8sClient` for ``module``'s kubeconfig options (the kubeconfig fragment).
 
-    Marks the secrets of an inline kubeconfig ``no_log`` first, so that no later failure can print them.
+    The module runner (``_core.module.GpuOpsModule``) has already marked an inline kubeconfig's secrets no_log.
     """
-    module.no_log_values.update(kubeconfig_secrets(module.params["kubeconfig"]))
     return client_from_params(module.params, retry=retry)
-
-
-def run_cluster_module(module, execute):
-    """Run ``execute(module)`` for a cluster module.
-
-    Fails with :func:`missing_required_lib` when the kubernetes library is missing, and turns a
-    :class:`K8sError` (whose message says what to fix) into ``fail_json(msg=..., status=...)``.
-    """
-    require_kubernetes(module)
-    try:
-        execute(module)
-    except K8sError as exc:
-        module.fail_json(msg=exc.msg, status=exc.status)

@@ -15,10 +15,11 @@ __metaclass__ = type
 import copy
 import re
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat_data as data
 
 
-class CompatError(ValueError):
+class CompatError(GpuOpsError, ValueError):
     """A version the matrix cannot answer for; the message names the input and what is known."""
 
 

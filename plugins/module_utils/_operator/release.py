@@ -38,6 +38,7 @@ except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import cluster_view
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm import REPO_ALIAS, ChartRef, HelmError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError, default_kubeconfig_path
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.values import (
     NFD_LABEL_PREFIX,
     SERVICE_MONITOR_CRD,
@@ -60,13 +61,11 @@ OPERATOR_CRDS = (
 )
 
 
-class ReleaseError(Exception):
+class ReleaseError(GpuOpsError):
     """A refusal or failure; ``msg`` names the input and the fix, ``details`` go into the module result."""
 
     def __init__(self, msg, **details):
-        super().__init__(msg)
-        self.msg = msg
-        self.details = details
+        super().__init__(msg, details=details)
 
 
 def operator_version(text):
@@ -332,7 +331,7 @@ class OperatorRelease:
         try:
             meta = self.helm.show_chart(chart, p.chart_version)
         except HelmError as exc:
-            raise ReleaseError(exc.msg, **exc.result) from exc
+            raise ReleaseError(exc.msg, **exc.details) from exc
         target = str(meta.get("version"))
         deployed = self.deployed()
         current = deployed["chart_version"] if deployed else None

@@ -32,6 +32,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import is_gpu_node
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
 
 SMOKE_LABEL = "gpuops.io/smoke-test"
 RUN_LABEL = "gpuops.io/smoke-test-run"
@@ -62,7 +63,7 @@ LOG_TAIL_LINES = 50
 LOG_LIMIT_BYTES = 16384
 
 
-class SmokeError(Exception):
+class SmokeError(GpuOpsError):
     """Bad input (the message names it and the fix)."""
 
 

@@ -27,6 +27,8 @@ __metaclass__ = type
 
 import copy
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
+
 #: Node label that keeps the operator's driver pod off a node (reference §5).
 DRIVER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.driver"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
@@ -63,7 +65,7 @@ TOOLKIT_ENV = {
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
-class ValuesError(Exception):
+class ValuesError(GpuOpsError):
     """Bad synthesis input; the message names it."""
 
 

@@ -18,6 +18,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
+
 SCHEMA_VERSION = "1.0"
 SNAPSHOT_KIND = "gpuops.gpu_operator/audit-snapshot"
 
@@ -537,20 +539,20 @@ def build_snapshot(hosts, clusters, generated_at, baseline=None, thermal_warning
 # --- changes against a baseline ----------------------------------------------------------------
 
 
-class BaselineError(ValueError):
+class SnapshotError(GpuOpsError, ValueError):
     """The baseline is not a snapshot this code can compare against."""
 
 
 def check_baseline(data, source):
     if not isinstance(data, dict) or data.get("kind") != SNAPSHOT_KIND:
-        raise BaselineError(
+        raise SnapshotError(
             "%s is not a gpu_audit snapshot (kind %r); pass a JSON file an audit wrote"
             % (source, (data.get("kind") if isinstance(data, dict) else type(data).__name__))
         )
     version = str(data.get("schema_version") or "")
     major = SCHEMA_VERSION.split(".", 1)[0]
     if version.split(".", 1)[0] != major:
-        raise BaselineError(
+        raise SnapshotError(
             "%s has schema_version %s; this audit compares against major version %s only (re-run the audit "
             "with the old collection or drop the baseline)" % (source, version or "(none)", major)
         )

@@ -21,10 +21,11 @@ import os
 import tempfile
 from html import escape as _escape
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.join import (
     DRIFT_FIELDS,
     HEALTH_CATEGORIES,
-    BaselineError,
+    SnapshotError,
     build_snapshot,
     check_baseline,
     same_content,
@@ -485,7 +486,7 @@ def write_atomic(files, mode=0o644):
 # --- one audit run -----------------------------------------------------------------------------
 
 
-class ReportError(Exception):
+class ReportError(GpuOpsError):
     """A bad input the user must fix (the message names it and the fix)."""
 
 
@@ -499,7 +500,7 @@ def load_baseline(path):
         raise ReportError("baseline %s is not JSON (%s); give a snapshot an earlier audit wrote" % (path, exc)) from exc
     try:
         return check_baseline(data, path)
-    except BaselineError as exc:
+    except SnapshotError as exc:
         raise ReportError(str(exc)) from exc
 
 

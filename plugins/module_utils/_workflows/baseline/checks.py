@@ -20,6 +20,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat as compat
 
 SEVERITIES = ("fail", "warn", "info")
@@ -35,7 +36,7 @@ _RUNTIME_ENV = ("CONTAINERD_CONFIG", "CONTAINERD_SOCKET")
 NFD_GPU_LABEL = "feature.node.kubernetes.io/pci-10de.present"
 
 
-class BaselineError(ValueError):
+class BaselineError(GpuOpsError, ValueError):
     """Bad options (unknown check id, bad severity...): the message names the input and the fix."""
 
 

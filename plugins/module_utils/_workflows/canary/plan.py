@@ -21,6 +21,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
     UPGRADE_STATE_LABEL,
     is_gpu_node,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat as compat
 
 RECORD_VERSION = 1
@@ -57,7 +58,7 @@ WAVE_PENDING, WAVE_UPGRADING, WAVE_UPGRADED, WAVE_PROVEN, WAVE_FAILED = (
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
 
 
-class PlanError(ValueError):
+class PlanError(GpuOpsError, ValueError):
     """An input that cannot be planned (message names the input and the fix)."""
 
 

@@ -22,6 +22,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
     operands_by_node,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import plan as P
 
 MERGE = "application/merge-patch+json"
@@ -29,14 +30,18 @@ FIELD_MANAGER = "gpuops-canary-upgrade"
 POOL_LABEL = "gpuops.io/pool"
 
 
-class CanaryAbort(Exception):
+class CanaryAbort(GpuOpsError):
     """A wave failed; the cluster is left as the abort leaves it (see :meth:`Canary.abort`)."""
 
     def __init__(self, msg, wave=None, failed=None):
         super(CanaryAbort, self).__init__(msg)
-        self.msg = msg
         self.wave = wave
         self.failed = failed or {}
+
+    def result(self):
+        out = super(CanaryAbort, self).result()
+        out.update(failed_nodes=self.failed, wave=self.wave)
+        return out
 
 
 def utc_now(clock=time.time):

@@ -261,7 +261,7 @@ def test_rows_added_and_removed_against_a_baseline():
     ],
 )
 def test_a_baseline_must_be_a_snapshot_of_the_same_major_version(data, message):
-    with pytest.raises(_audit.BaselineError, match=r"^old\.json " + message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(_audit.SnapshotError, match=r"^old\.json " + message.replace("(", r"\(").replace(")", r"\)")):
         _audit.check_baseline(data, "old.json")
 
 

@@ -238,5 +238,5 @@ def test_a_failing_command_reports_cmd_rc_and_stderr():
     m = FakeModule(rules=[(lambda c: c[1] == "rollback", (1, "", "Error: boom"))])
     with pytest.raises(HelmError) as exc:
         helm(m).rollback("r", "ns", 3)
-    assert exc.value.result["rc"] == 1 and "boom" in exc.value.msg
-    assert exc.value.result["cmd"][1:4] == ["rollback", "r", "3"]
+    assert exc.value.details["rc"] == 1 and "boom" in exc.value.msg
+    assert exc.value.details["cmd"][1:4] == ["rollback", "r", "3"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 from kubernetes import client as k8s_client
 
@@ -59,8 +60,8 @@ def run_module(module, monkeypatch, args, server=None, check=False):
 
         return _exit
 
-    monkeypatch.setattr(module.AnsibleModule, "exit_json", capture("exit"))
-    monkeypatch.setattr(module.AnsibleModule, "fail_json", capture("fail"))
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", capture("exit"))
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", capture("fail"))
     args = dict(args)
     if check:
         args["_ansible_check_mode"] = True

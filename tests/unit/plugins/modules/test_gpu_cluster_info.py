@@ -6,6 +6,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import module_harness as harness
 import pytest
+from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 from module_harness import Resp, page
 
@@ -174,7 +175,7 @@ def test_unreadable_kubeconfig_fails_cleanly_through_the_real_client_factory(tmp
         raise Exit
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(gpu_cluster_info.AnsibleModule, "fail_json", fail)
+    mp.setattr(basic.AnsibleModule, "fail_json", fail)
     try:
         with patch_module_args({"kubeconfig": missing}), pytest.raises(Exit):
             gpu_cluster_info.main()
