@@ -162,7 +162,10 @@ ansible_facts:
           returned: always
 """
 
+import os
+
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts import collect
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
 
 
@@ -170,7 +173,23 @@ def argspec():
     return dict(host_root=dict(type='path', default='/'))
 
 
+def check_host_root(root):
+    """Refuse a host_root that is missing, not a directory, or not a root file system (a typo in an inventory
+    must not read as a host without GPUs)."""
+    if not os.path.isdir(root):
+        raise ArgumentError(
+            "host_root %s is not a directory; set host_root to where the host's / is mounted (/ on the host "
+            "itself, for example /host in a container)" % root
+        )
+    if not any(os.path.isdir(os.path.join(root, d)) for d in ('proc', 'sys', 'etc')):
+        raise ArgumentError(
+            "host_root %s does not look like a root file system (no proc, sys or etc in it); set host_root to "
+            "where the host's / is mounted" % root
+        )
+
+
 def execute_module(module):
+    check_host_root(module.params['host_root'])
     return dict(ansible_facts=dict(gpu_host=collect(module.params['host_root'])))
 
 

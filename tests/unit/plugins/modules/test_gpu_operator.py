@@ -24,8 +24,15 @@ KUBECONFIG = {
 }
 
 
-def run_module(monkeypatch, **args):
-    return harness.run_module(gpu_operator, monkeypatch, args)
+def run_module(monkeypatch, server=None, **args):
+    return harness.run_module(gpu_operator, monkeypatch, args, server=server)
+
+
+class EmptyCluster:
+    """An API server with no nodes: the module's access check passes."""
+
+    def request(self, method, url, **kwargs):
+        return harness.Resp(200, {"kind": "NodeList", "items": [], "metadata": {}})
 
 
 def fake_helm(tmp_path, version="v4.0.1"):
@@ -89,6 +96,7 @@ def test_an_inline_kubeconfig_reaches_helm_as_a_private_file_and_its_token_is_no
     monkeypatch.setattr(gpu_operator, "OperatorRelease", Recorder)
     out = run_module(
         monkeypatch,
+        server=EmptyCluster(),
         chart_ref="gpu-operator",
         chart_repo_url="http://x",
         kubeconfig=KUBECONFIG,
@@ -112,6 +120,7 @@ def test_a_refusal_fails_with_its_reason_and_details(monkeypatch, tmp_path):
     monkeypatch.setattr(gpu_operator, "OperatorRelease", Refuses)
     out = run_module(
         monkeypatch,
+        server=EmptyCluster(),
         chart_ref="gpu-operator",
         chart_repo_url="http://x",
         kubeconfig=KUBECONFIG,
