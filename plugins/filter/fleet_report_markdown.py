@@ -44,7 +44,7 @@ _value:
   type: str
 """
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import summary_markdown  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.report import summary_markdown  # noqa: E402
 
 
 def _fleet_report_markdown(summary, title="GPU validation report", generated=None):

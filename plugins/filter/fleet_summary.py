@@ -73,10 +73,8 @@ _value:
   type: dict
 """
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import (  # noqa: E402
-    fleet_summary,
-    summary_lines,
-)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import fleet_summary  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.report import summary_lines  # noqa: E402
 
 
 def _fleet_summary(hosts, nodes, smoke=None, monitoring=None, mig_layouts=None, sandbox_events=None):

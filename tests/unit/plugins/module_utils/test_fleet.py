@@ -1,15 +1,20 @@
 """Specs for GPU node validation: host facts joined with the cluster view, checks in order, lowest failing layer."""
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import (
-    CHECKS,
-    LAYERS,
-    endpoints_by_node,
-    expected_mig_resources,
-    fleet_summary,
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.checks import (
     node_checks,
     node_findings,
-    prometheus_by_node,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import (
+    fleet_summary,
     should_fail,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.inputs import (
+    endpoints_by_node,
+    prometheus_by_node,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.mig import expected_mig_resources
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.registry import CHECKS, LAYERS
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.report import (
     summary_lines,
     summary_markdown,
 )

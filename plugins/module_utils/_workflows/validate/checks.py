@@ -1,0 +1,241 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+
+# This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
+# incompatibly at any time, including in a patch release. Do not use it elsewhere.
+
+"""The per-node checks: one host's facts against its node, each check's outcome and the findings, in check order
+(see :data:`~registry.CHECKS`)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import is_true
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.mig import check_mig, mig_enabled
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.operands import check_operands
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.registry import (
+    CHECKS,
+    FAIL,
+    PASS,
+    SKIP,
+    finding,
+)
+
+REQUIRED_LABELS = ("nvidia.com/gpu.present", "nvidia.com/gpu.product", "nvidia.com/gpu.count")
+
+
+def _check_host(nvml):
+    if nvml.get("available"):
+        return []
+    return [
+        finding(
+            "host",
+            "driver",
+            "NVML unavailable on the host: %s" % nvml.get("reason"),
+            nvml.get("hint") or "Check that the NVIDIA driver is loaded on the host.",
+        )
+    ]
+
+
+def _check_node(host, node):
+    if node is None:
+        return [
+            finding(
+                "node",
+                "node",
+                "no Kubernetes node named %s among the GPU nodes" % host.get("node_name"),
+                "Set k8s_node_name for this host or check that the node joined the cluster.",
+            )
+        ]
+    if node.get("ready", True):
+        return []
+    cond = (node.get("conditions") or {}).get("Ready") or {}
+    return [
+        finding(
+            "node",
+            "node",
+            "node is NotReady (%s: %s)" % (cond.get("reason"), cond.get("message")),
+            "Check the kubelet on the node (journalctl -u kubelet) and its network to the API server.",
+        )
+    ]
+
+
+def _check_labels(node):
+    labels = node.get("labels") or {}
+    missing = [k for k in REQUIRED_LABELS if not labels.get(k)]
+    if not missing and is_true(labels.get("nvidia.com/gpu.present")):
+        return []
+    what = ", ".join(missing) if missing else "nvidia.com/gpu.present=%s" % labels.get("nvidia.com/gpu.present")
+    return [
+        finding(
+            "labels",
+            "device-plugin",
+            "GPU labels missing or false: %s" % what,
+            "Check the gpu-feature-discovery pod on this node (it writes the nvidia.com/gpu.* labels).",
+        )
+    ]
+
+
+def _check_allocatable(nvml, node):
+    if not nvml.get("available") or mig_enabled(node):
+        return []  # no count to compare with (driver finding), or the MIG check owns the comparison
+    expected = nvml.get("gpu_count") or 0
+    replicas = (node.get("gpu") or {}).get("replicas")
+    if isinstance(replicas, int) and replicas > 1:
+        expected *= replicas  # time-slicing / MPS advertise each GPU `replicas` times
+    allocatable = (node.get("allocatable") or {}).get("nvidia.com/gpu", 0) or 0
+    capacity = (node.get("capacity") or {}).get("nvidia.com/gpu")
+    if allocatable == expected:
+        return []
+    if capacity == expected and isinstance(allocatable, int) and allocatable < capacity:
+        return [
+            finding(
+                "allocatable",
+                "gpu-health",
+                "node advertises nvidia.com/gpu capacity %s but allocatable %s: the device plugin marks %d GPU(s) "
+                "unhealthy" % (capacity, allocatable, capacity - allocatable),
+                "Look for Xid errors (node events, dmesg, DCGM_FI_DEV_XID_ERRORS); drain the node and reset or "
+                "replace the GPU.",
+            )
+        ]
+    return [
+        finding(
+            "allocatable",
+            "device-plugin",
+            "node advertises nvidia.com/gpu=%s but NVML counts %s GPUs" % (allocatable, expected),
+            "Check the device plugin pod on this node and the GPUs it marks unhealthy.",
+        )
+    ]
+
+
+def _check_gpu_health(nvml, monitoring):
+    findings = []
+    if nvml.get("health") == "critical":
+        reasons = sorted({r for gpu in nvml.get("gpus") or [] for r in (gpu.get("health") or {}).get("reasons") or []})
+        findings.append(
+            finding(
+                "host",
+                "gpu-health",
+                "critical GPU health: %s" % ", ".join(reasons),
+                "Drain the node and reset or replace the affected GPUs.",
+            )
+        )
+    xid = (monitoring or {}).get("xid") or {}
+    bad = {gpu: code for gpu, code in xid.items() if code}
+    if bad:
+        findings.append(
+            finding(
+                "monitoring",
+                "gpu-health",
+                "DCGM_FI_DEV_XID_ERRORS: %s" % ", ".join("GPU %s Xid %s" % (g, c) for g, c in sorted(bad.items())),
+                "Look the Xid up in NVIDIA's Xid catalogue; drain the node and reset or replace the GPU.",
+            )
+        )
+    return findings
+
+
+def _check_smoke(smoke):
+    """The evidence leaves out the pod's name: it is unique per run (and the pod is gone), so a re-run over an
+    unchanged node gives the same record."""
+    if not smoke or smoke.get("status") == "passed":
+        return []
+    if smoke.get("status") == "pending":
+        return [
+            finding(
+                "smoke",
+                "scheduling",
+                "the smoke pod stayed Pending: %s" % smoke.get("reason"),
+                "Compare the pod's GPU request and tolerations with the node's allocatable GPUs, taints and cordon.",
+            )
+        ]
+    tail = [line for line in (smoke.get("logs") or "").splitlines() if line.strip()][-1:]
+    return [
+        finding(
+            "smoke",
+            "workload",
+            "the smoke pod failed: %s%s" % (smoke.get("reason"), "; log: %s" % tail[0] if tail else ""),
+            "Run the smoke image by hand on the node; check the driver/CUDA compatibility and the GPU itself.",
+        )
+    ]
+
+
+def _check_monitoring(nvml, node, monitoring):
+    if not monitoring:
+        return []
+    expected = nvml.get("gpu_count") or (node.get("gpu") or {}).get("count") or 0
+    if monitoring.get("source") == "prometheus":
+        series = monitoring.get("series") or 0
+        if series >= expected:
+            return []
+        return [
+            finding(
+                "monitoring",
+                "monitoring",
+                "Prometheus has DCGM_FI_DEV_GPU_UTIL for %d of %d GPUs of this node" % (series, expected),
+                "Check the dcgm-exporter pod on this node, its Service/ServiceMonitor and Prometheus' targets.",
+            )
+        ]
+    # Without Prometheus: the node's exporter pod, the exporter Service, and the node's endpoint where one is listed.
+    # EndpointSlices never list loopback or host-network addresses the API rejects, so a Ready pod whose endpoint is
+    # not listed passes; a listed endpoint that is not ready fails.
+    fix = "Check that the dcgm-exporter pod runs on this node (nvidia.com/gpu.deploy.dcgm-exporter) and is Ready."
+    if not monitoring.get("service"):
+        return [
+            finding(
+                "monitoring",
+                "monitoring",
+                "no nvidia-dcgm-exporter Service in the operator namespace",
+                "Check dcgmExporter in the ClusterPolicy; the operator creates the Service with the exporter.",
+            )
+        ]
+    pod = (node.get("operands") or {}).get("dcgm-exporter")
+    if pod is None:
+        return [finding("monitoring", "monitoring", "no nvidia-dcgm-exporter pod on this node", fix)]
+    if monitoring.get("endpoint") is False:
+        return [
+            finding(
+                "monitoring",
+                "monitoring",
+                "the nvidia-dcgm-exporter endpoint of this node (pod %s) is not ready" % pod.get("name"),
+                fix,
+            )
+        ]
+    return []
+
+
+def node_findings(host, node, smoke=None, monitoring=None, mig_layouts=None, sandbox_events=None):
+    """Every finding of one host and its node, in check order (see :data:`CHECKS`)."""
+    return node_checks(host, node, smoke, monitoring, mig_layouts, sandbox_events)[1]
+
+
+def node_checks(host, node, smoke=None, monitoring=None, mig_layouts=None, sandbox_events=None):
+    """``(checks, findings)``: the outcome of each check by name (pass/fail/skipped) and the findings."""
+    nvml = host.get("nvidia_gpu") or {}
+    outcome = {}
+    findings = []
+
+    def record(name, found, ran=True):
+        outcome[name] = FAIL if found else (PASS if ran else SKIP)
+        findings.extend(found)
+
+    record("host", _check_host(nvml))
+    record("node", _check_node(host, node))
+    if node is None:
+        for name, _unused in CHECKS[2:]:
+            outcome[name] = SKIP
+        return outcome, findings
+    record("labels", _check_labels(node))
+    record("allocatable", _check_allocatable(nvml, node), ran=bool(nvml.get("available")) and not mig_enabled(node))
+    record("operands", check_operands(node, sandbox_events))
+    record("mig", check_mig(nvml, node, mig_layouts), ran=mig_enabled(node))
+    record("smoke", _check_smoke(smoke), ran=smoke is not None)
+    record("monitoring", _check_monitoring(nvml, node, monitoring), ran=monitoring is not None)
+    health = _check_gpu_health(nvml, monitoring)
+    if health:
+        findings.extend(health)
+        for f in health:
+            outcome[f["check"]] = FAIL
+    return outcome, findings

@@ -1,0 +1,51 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+
+# This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
+# incompatibly at any time, including in a patch release. Do not use it elsewhere.
+
+"""The validation checks' registry: the layers a finding can name, the checks in the order they run, the outcome
+of a check, and the finding every check returns."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers import in_layer_order, layer_rank
+
+#: Layers in dependency order (the core vocabulary's validation subset); a node's failing layer is the first of
+#: these with a finding.
+LAYERS = in_layer_order(
+    ("driver", "node", "toolkit", "device-plugin", "gpu-health", "mig", "scheduling", "workload", "monitoring")
+)
+
+#: The checks, in the order they run, and what each looks at.
+CHECKS = (
+    ("host", "NVML on the host sees the GPUs"),
+    ("node", "the host's Kubernetes node exists and is Ready"),
+    ("labels", "GPU labels present (gpu.present, product, count)"),
+    ("allocatable", "allocatable nvidia.com/gpu equals the NVML GPU count"),
+    ("operands", "GPU Operator operand pods ready"),
+    ("mig", "MIG config applied and advertised as requested"),
+    ("smoke", "a GPU smoke-test pod passed"),
+    ("monitoring", "DCGM metrics (Prometheus) or exporter endpoints present"),
+)
+
+PASS, FAIL, SKIP = "pass", "fail", "skipped"
+
+
+def finding(check, layer, evidence, fix):
+    """One failing check's record: the check, the layer at fault, the evidence and the fix."""
+    return {"check": check, "layer": layer, "evidence": evidence, "fix": fix}
+
+
+def lowest_layer_first(findings):
+    """``findings`` sorted by layer, lowest first (check order within a layer)."""
+    return sorted(findings, key=lambda f: layer_rank(f["layer"]))
+
+
+def failing_layer(findings):
+    """The lowest layer with a finding; None without findings."""
+    return lowest_layer_first(findings)[0]["layer"] if findings else None
