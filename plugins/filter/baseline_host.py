@@ -52,9 +52,9 @@ _value:
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.checks import (  # noqa: E402
-    BaselineError,
-    evaluate_host,
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.evaluate import evaluate_host  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.model import BaselineError  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.registry import (  # noqa: E402
     options,
     with_user_checks,
 )

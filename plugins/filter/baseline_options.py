@@ -41,11 +41,11 @@ _value:
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.checks import (  # noqa: E402
-    BaselineError,
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.facts import target_driver  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.model import BaselineError  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.registry import (  # noqa: E402
     catalogue,
     options,
-    target_driver,
     with_user_checks,
 )
 

@@ -54,12 +54,9 @@ _value:
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.checks import (  # noqa: E402
-    BaselineError,
-    markdown,
-    report,
-    with_user_checks,
-)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.model import BaselineError  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.registry import with_user_checks  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.report import markdown, report  # noqa: E402
 
 
 def baseline_report(hosts, cluster, opts, user_checks=None):

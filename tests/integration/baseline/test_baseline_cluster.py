@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline import checks as b
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.evaluate import evaluate_cluster
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.registry import options
 from tests.integration.helpers import collection_env, module_runner
 from tests.sim import profiles
 from tests.sim import testbed as tb
@@ -155,7 +156,7 @@ def test_a_weaker_identity_gets_each_missing_permission_listed(preflight, weak_k
         ("create", "pods", "gpu-operator"),
         ("create", "customresourcedefinitions", None),
     ]
-    r = next(x for x in b.evaluate_cluster(result, {}, b.options({}))["results"] if x["id"] == "rbac.permissions")
+    r = next(x for x in evaluate_cluster(result, {}, options({}))["results"] if x["id"] == "rbac.permissions")
     assert r["status"] == "fail"
     assert "weak: patch nodes" in r["evidence"] and "weak: create pods in namespace gpu-operator" in r["evidence"]
 
@@ -226,7 +227,7 @@ def faulty_cluster(testbed):
 def test_cluster_checks_trip_on_real_objects(preflight, faulty_cluster):
     result = preflight(check=True)
     assert not result.get("failed"), result.get("msg")
-    got = {r["id"]: r for r in b.evaluate_cluster(result, {}, b.options({}))["results"]}
+    got = {r["id"]: r for r in evaluate_cluster(result, {}, options({}))["results"]}
     assert got["runtimeclass.nvidia"]["status"] == "fail" and "handler runc" in got["runtimeclass.nvidia"]["evidence"]
     assert got["nodes.cordoned"]["status"] == "fail" and got["nodes.cordoned"]["subjects"] == [
         faulty_cluster["cordoned"]

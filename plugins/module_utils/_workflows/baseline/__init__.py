@@ -6,4 +6,9 @@
 # This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
-"""Host and cluster baseline checks."""
+"""Host and cluster baseline checks.
+
+``model`` (what a check is), ``facts`` (what several checks read), the checks (``host_checks``,
+``driver_checks``, ``node_checks``, ``cluster_checks``, ``drift``), ``registry`` (every check by id and the
+options), ``evaluate`` (running them) and ``report`` (the joined report and its Markdown).
+"""

@@ -1,7 +1,7 @@
 # Copyright (c) gpuops.gpu_operator contributors
 # Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
 # SPDX-License-Identifier: Apache-2.0
-"""Specification of the baseline checks (plugins/module_utils/_workflows/baseline/checks.py).
+"""Specification of the baseline checks (plugins/module_utils/_workflows/baseline/).
 
 Every check has a case built to trip it and a case built to pass it. Host cases are the fake host trees in
 tests/sim/hosts/ read by the real gpu_host_facts reader, some copied to a temporary directory and edited to
@@ -18,7 +18,25 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients import host_facts as hf
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline import checks as b
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.drift import drift
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.evaluate import (
+    evaluate_cluster,
+    evaluate_host,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.model import (
+    SEVERITIES,
+    BaselineError,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.registry import (
+    REGISTRY,
+    catalogue,
+    options,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.report import (
+    markdown,
+    report,
+    should_fail,
+)
 
 ROOT = Path(__file__).resolve().parents[4]
 HOSTS = ROOT / "tests" / "sim" / "hosts"
@@ -73,6 +91,7 @@ PRE = {"driver_policy": "preinstalled"}
 NVRM = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  %s  Tue Sep 24 23:00:00 UTC 2024\n"
 OS_2004 = 'ID=ubuntu\nVERSION_ID="20.04"\nPRETTY_NAME="Ubuntu 20.04.6 LTS"\n'
 FM_WANTS = "etc/systemd/system/multi-user.target.wants/nvidia-fabricmanager.service"
+NFD_GPU_LABEL = "feature.node.kubernetes.io/pci-10de.present"
 K3S_ENV = {
     "CONTAINERD_CONFIG": "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl",
     "CONTAINERD_SOCKET": "/run/k3s/containerd/containerd.sock",
@@ -165,7 +184,7 @@ HOST_CASES = {
 def node(name, gpu=True, labels=None, taints=(), unschedulable=False, upgrade_state=None, runtime="containerd://2.1.4"):
     all_labels = {"kubernetes.io/hostname": name}
     if gpu:
-        all_labels[b.NFD_GPU_LABEL] = "true"
+        all_labels[NFD_GPU_LABEL] = "true"
     all_labels.update(labels or {})
     return {
         "name": name,
@@ -203,7 +222,7 @@ def gpu_hosts(node_names=("h100-0", "h100-1"), pool="h100", gpu_host=None, **per
                 "pool": pool,
                 "gpu_host": gh,
                 "nvidia_gpu": nvml(arch="hopper", count=8, name="NVIDIA H100 80GB HBM3"),
-                "gpu_node_labels": {b.NFD_GPU_LABEL: "true"},
+                "gpu_node_labels": {NFD_GPU_LABEL: "true"},
                 "gpu_node_taints": [],
             },
             **per_host,
@@ -332,8 +351,8 @@ def by_id(results, check_id):
 
 
 def test_every_check_has_both_cases():
-    host_ids = {c.id for c in b.REGISTRY.values() if c.scope == "host"}
-    cluster_ids = {c.id for c in b.REGISTRY.values() if c.scope == "cluster"}
+    host_ids = {c.id for c in REGISTRY.values() if c.scope == "host"}
+    cluster_ids = {c.id for c in REGISTRY.values() if c.scope == "cluster"}
     assert set(HOST_CASES) == host_ids
     assert set(CLUSTER_CASES) == cluster_ids
 
@@ -341,7 +360,7 @@ def test_every_check_has_both_cases():
 @pytest.mark.parametrize("check_id", sorted(HOST_CASES))
 def test_host_check_fails_on_the_host_built_to_trip_it(check_id, tmp_path):
     ctx, raw = HOST_CASES[check_id][0](tmp_path)
-    r = by_id(b.evaluate_host(ctx, b.options(raw))["results"], check_id)
+    r = by_id(evaluate_host(ctx, options(raw))["results"], check_id)
     assert r["status"] == "fail", r
     assert r["evidence"] and r["fix"]
 
@@ -349,7 +368,7 @@ def test_host_check_fails_on_the_host_built_to_trip_it(check_id, tmp_path):
 @pytest.mark.parametrize("check_id", sorted(HOST_CASES))
 def test_host_check_passes_on_the_host_built_to_pass_it(check_id, tmp_path):
     ctx, raw = HOST_CASES[check_id][1](tmp_path)
-    r = by_id(b.evaluate_host(ctx, b.options(raw))["results"], check_id)
+    r = by_id(evaluate_host(ctx, options(raw))["results"], check_id)
     assert r["status"] == "pass", r
     assert r["fix"] is None
 
@@ -357,7 +376,7 @@ def test_host_check_passes_on_the_host_built_to_pass_it(check_id, tmp_path):
 @pytest.mark.parametrize("check_id", sorted(CLUSTER_CASES))
 def test_cluster_check_fails_on_the_cluster_built_to_trip_it(check_id, tmp_path):
     cl, hosts, raw = CLUSTER_CASES[check_id][0](tmp_path)
-    r = by_id(b.evaluate_cluster(cl, hosts, b.options(raw))["results"], check_id)
+    r = by_id(evaluate_cluster(cl, hosts, options(raw))["results"], check_id)
     assert r["status"] == "fail", r
     assert r["evidence"] and r["fix"]
 
@@ -365,7 +384,7 @@ def test_cluster_check_fails_on_the_cluster_built_to_trip_it(check_id, tmp_path)
 @pytest.mark.parametrize("check_id", sorted(CLUSTER_CASES))
 def test_cluster_check_passes_on_the_cluster_built_to_pass_it(check_id, tmp_path):
     cl, hosts, raw = CLUSTER_CASES[check_id][1](tmp_path)
-    r = by_id(b.evaluate_cluster(cl, hosts, b.options(raw))["results"], check_id)
+    r = by_id(evaluate_cluster(cl, hosts, options(raw))["results"], check_id)
     assert r["status"] == "pass", r
 
 
@@ -373,68 +392,64 @@ def test_cluster_check_passes_on_the_cluster_built_to_pass_it(check_id, tmp_path
 
 
 def test_containerd_paths_fix_names_the_distributions_paths(tmp_path):
-    r = by_id(b.evaluate_host(host_ctx(facts("k3s")), b.options(OM))["results"], "runtime.containerd_paths")
+    r = by_id(evaluate_host(host_ctx(facts("k3s")), options(OM))["results"], "runtime.containerd_paths")
     assert "CONTAINERD_CONFIG=/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl" in r["fix"]
     assert "CONTAINERD_SOCKET=/run/k3s/containerd/containerd.sock" in r["fix"]
 
 
 def test_a_missing_containerd_socket_fails(tmp_path):
     gh = tree(tmp_path, "ubuntu2204-kubeadm-containerd", remove=["run/containerd/containerd.sock"])
-    r = by_id(b.evaluate_host(host_ctx(gh), b.options(OM))["results"], "runtime.containerd_paths")
+    r = by_id(evaluate_host(host_ctx(gh), options(OM))["results"], "runtime.containerd_paths")
     assert r["status"] == "fail" and "/run/containerd/containerd.sock is missing" in r["evidence"]
 
 
 def test_kernel_module_auto_needs_a_driver_that_can_choose():
     ctx = host_ctx(facts("ubuntu2404-operator-driver-root"), nvml(arch="blackwell"))
-    r = by_id(
-        b.evaluate_host(ctx, b.options(dict(OM, driver_version="570.86.10")))["results"], "kernel_module.required"
-    )
+    r = by_id(evaluate_host(ctx, options(dict(OM, driver_version="570.86.10")))["results"], "kernel_module.required")
     assert r["status"] == "fail" and "570.124.06" in r["evidence"]
     r = by_id(
-        b.evaluate_host(ctx, b.options(dict(OM, kernel_module_type="proprietary")))["results"], "kernel_module.required"
+        evaluate_host(ctx, options(dict(OM, kernel_module_type="proprietary")))["results"], "kernel_module.required"
     )
     assert r["status"] == "fail" and "kernelModuleType=open" in r["fix"]
-    r = by_id(
-        b.evaluate_host(ctx, b.options(dict(OM, operator_version="v24.9.2")))["results"], "kernel_module.required"
-    )
+    r = by_id(evaluate_host(ctx, options(dict(OM, operator_version="v24.9.2")))["results"], "kernel_module.required")
     assert r["status"] == "fail" and "24.9 has no driver.kernelModuleType" in r["evidence"]
 
 
 def test_pre_gsp_gpus_require_the_proprietary_modules():
     ctx = host_ctx(facts("ubuntu2404-operator-driver-root"), nvml(arch="volta"))
-    r = by_id(b.evaluate_host(ctx, b.options(PRE))["results"], "kernel_module.required")
+    r = by_id(evaluate_host(ctx, options(PRE))["results"], "kernel_module.required")
     assert r["status"] == "fail" and "need the proprietary kernel modules; the host driver is open" in r["evidence"]
 
 
 def test_fabric_registration_in_progress_fails_whatever_the_policy():
     ctx = host_ctx(facts("ubuntu2404-operator-driver-root"), nvml(arch="hopper", count=2, fabric="in_progress"))
-    r = by_id(b.evaluate_host(ctx, b.options(OM))["results"], "fabric_manager.nvswitch")
+    r = by_id(evaluate_host(ctx, options(OM))["results"], "fabric_manager.nvswitch")
     assert r["status"] == "fail" and "GPU 0 in_progress" in r["evidence"]
 
 
 def test_a_runtimeclass_missing_after_install_fails():
     cl = cluster(cluster_policy={"exists": True, "dcgm_exporter_enabled": True})
-    r = by_id(b.evaluate_cluster(cl, gpu_hosts(), b.options(OM))["results"], "runtimeclass.nvidia")
+    r = by_id(evaluate_cluster(cl, gpu_hosts(), options(OM))["results"], "runtimeclass.nvidia")
     assert r["status"] == "fail"
 
 
 def test_dcgm_exporter_is_read_from_the_cluster_policy_once_installed():
     cl = cluster(cluster_policy={"exists": True, "dcgm_exporter_enabled": False})
-    r = by_id(b.evaluate_cluster(cl, gpu_hosts(), b.options(OM))["results"], "dcgm_exporter.enabled")
+    r = by_id(evaluate_cluster(cl, gpu_hosts(), options(OM))["results"], "dcgm_exporter.enabled")
     assert r["status"] == "fail" and "ClusterPolicy spec.dcgmExporter.enabled" in r["evidence"]
 
 
 def test_separation_fails_on_a_gpu_node_without_the_declared_label():
     cl = cluster([node("h100-0"), node("h100-1", labels={"pool": "x"})])
     hosts = gpu_hosts(gpu_node_labels={"pool": "x"})
-    r = by_id(b.evaluate_cluster(cl, hosts, b.options(OM))["results"], "nodes.gpu_separation")
+    r = by_id(evaluate_cluster(cl, hosts, options(OM))["results"], "nodes.gpu_separation")
     assert r["status"] == "fail" and r["evidence"] == "GPU node h100-0 lacks label pool=x"
     assert r["subjects"] == ["host-0"]
 
 
 def test_separation_without_declarations_is_not_applicable():
     r = by_id(
-        b.evaluate_cluster(cluster(), gpu_hosts(gpu_node_labels={}), b.options(OM))["results"], "nodes.gpu_separation"
+        evaluate_cluster(cluster(), gpu_hosts(gpu_node_labels={}), options(OM))["results"], "nodes.gpu_separation"
     )
     assert r["status"] == "not_applicable"
 
@@ -450,7 +465,7 @@ def test_rbac_lists_each_missing_permission_with_its_identity():
             {"identity": "installer", "checked": 4, "missing": missing},
         ]
     )
-    r = by_id(b.evaluate_cluster(cl, gpu_hosts(), b.options(OM))["results"], "rbac.permissions")
+    r = by_id(evaluate_cluster(cl, gpu_hosts(), options(OM))["results"], "rbac.permissions")
     assert r["evidence"] == (
         "2 of 9 permission(s) denied: installer: create customresourcedefinitions.apiextensions.k8s.io; "
         "installer: get pods/log in namespace gpu-operator"
@@ -459,7 +474,7 @@ def test_rbac_lists_each_missing_permission_with_its_identity():
 
 def test_drift_names_the_pool_dimension_and_hosts(tmp_path):
     cl, hosts, raw = CLUSTER_CASES["fleet.drift"][0](tmp_path)
-    assert b.drift(hosts) == [
+    assert drift(hosts) == [
         {
             "pool": "h100",
             "dimension": "kernel",
@@ -472,41 +487,41 @@ def test_drift_names_the_pool_dimension_and_hosts(tmp_path):
 
 
 def test_unknown_ids_in_the_skip_list_are_an_error_naming_them():
-    with pytest.raises(b.BaselineError, match=r"gpu_baseline_skip names unknown check id\(s\): kernel\.header, nope"):
-        b.options({"skip": ["nope", "kernel.header", "nouveau.loaded"]})
+    with pytest.raises(BaselineError, match=r"gpu_baseline_skip names unknown check id\(s\): kernel\.header, nope"):
+        options({"skip": ["nope", "kernel.header", "nouveau.loaded"]})
 
 
 def test_unknown_ids_and_bad_values_in_severity_are_errors():
-    with pytest.raises(b.BaselineError, match=r"gpu_baseline_severity names unknown check id\(s\): nouveau"):
-        b.options({"severity": {"nouveau": "warn"}})
-    with pytest.raises(b.BaselineError, match="nouveau.loaded=fatal; a severity is fail, warn or info"):
-        b.options({"severity": {"nouveau.loaded": "fatal"}})
+    with pytest.raises(BaselineError, match=r"gpu_baseline_severity names unknown check id\(s\): nouveau"):
+        options({"severity": {"nouveau": "warn"}})
+    with pytest.raises(BaselineError, match="nouveau.loaded=fatal; a severity is fail, warn or info"):
+        options({"severity": {"nouveau.loaded": "fatal"}})
 
 
 def test_bad_policy_release_and_user_checks_are_errors():
-    with pytest.raises(b.BaselineError, match="driver_policy is 'host'"):
-        b.options({"driver_policy": "host"})
-    with pytest.raises(b.BaselineError, match="gpu_baseline_operator_version: .*'v23.9.0'"):
-        b.options({"operator_version": "v23.9.0"})
-    with pytest.raises(b.BaselineError, match=r"user_checks\[0\] has no id"):
-        b.options({"user_checks": [{"failed": True}]})
-    with pytest.raises(b.BaselineError, match="id 'nouveau.loaded' is already taken"):
-        b.options({"user_checks": [{"id": "nouveau.loaded", "failed": True}]})
+    with pytest.raises(BaselineError, match="driver_policy is 'host'"):
+        options({"driver_policy": "host"})
+    with pytest.raises(BaselineError, match="gpu_baseline_operator_version: .*'v23.9.0'"):
+        options({"operator_version": "v23.9.0"})
+    with pytest.raises(BaselineError, match=r"user_checks\[0\] has no id"):
+        options({"user_checks": [{"failed": True}]})
+    with pytest.raises(BaselineError, match="id 'nouveau.loaded' is already taken"):
+        options({"user_checks": [{"id": "nouveau.loaded", "failed": True}]})
 
 
 def test_a_skipped_check_does_not_run_and_does_not_fail_the_host():
     ctx = host_ctx(facts("broken-nouveau-no-headers"))
-    res = b.evaluate_host(ctx, b.options({"skip": ["nouveau.loaded", "kernel.headers", "host_facts.problems"]}))
+    res = evaluate_host(ctx, options({"skip": ["nouveau.loaded", "kernel.headers", "host_facts.problems"]}))
     assert by_id(res["results"], "nouveau.loaded")["status"] == "skipped"
     assert res["verdict"] == "warn"
 
 
 def test_a_severity_override_changes_the_verdict():
     ctx = host_ctx(facts("ubuntu2404-operator-driver-root"))
-    assert b.evaluate_host(ctx, b.options(OM))["verdict"] == "warn"
-    res = b.evaluate_host(ctx, b.options({"severity": {"devices.char_links": "fail"}}))
+    assert evaluate_host(ctx, options(OM))["verdict"] == "warn"
+    res = evaluate_host(ctx, options({"severity": {"devices.char_links": "fail"}}))
     assert res["verdict"] == "fail" and res["findings"][0]["severity"] == "fail"
-    res = b.evaluate_host(ctx, b.options({"severity": {"devices.char_links": "info"}}))
+    res = evaluate_host(ctx, options({"severity": {"devices.char_links": "info"}}))
     assert res["verdict"] == "pass" and len(res["findings"]) == 1
 
 
@@ -515,7 +530,7 @@ def test_user_checks_report_like_built_in_ones():
         {"id": "site.kernel_pinned", "failed": True, "evidence": "kernel 5.15 not pinned", "fix": "apt-mark hold"},
         {"id": "site.ok", "failed": "False", "severity": "warn", "fix": "n/a"},
     ]
-    res = b.evaluate_host(host_ctx(facts("ubuntu2404-operator-driver-root")), b.options({"user_checks": checks}))
+    res = evaluate_host(host_ctx(facts("ubuntu2404-operator-driver-root")), options({"user_checks": checks}))
     assert by_id(res["results"], "site.kernel_pinned") == {
         "id": "site.kernel_pinned",
         "scope": "host",
@@ -526,9 +541,9 @@ def test_user_checks_report_like_built_in_ones():
         "fix": "apt-mark hold",
     }
     assert by_id(res["results"], "site.ok")["status"] == "pass"
-    skipped = b.evaluate_host(
+    skipped = evaluate_host(
         host_ctx(facts("ubuntu2404-operator-driver-root")),
-        b.options({"user_checks": checks, "skip": ["site.kernel_pinned"]}),
+        options({"user_checks": checks, "skip": ["site.kernel_pinned"]}),
     )
     assert by_id(skipped["results"], "site.kernel_pinned")["status"] == "skipped"
 
@@ -543,12 +558,12 @@ def demo_like_report(tmp_path):
     hosts["l40s-broken"] = dict(
         hosts["host-0"], node_name="h100-1", pool="l40s", gpu_host=facts("broken-nouveau-no-headers")
     )
-    return b.report(hosts, cluster(), {"operator_version": "v26.7.0"})
+    return report(hosts, cluster(), {"operator_version": "v26.7.0"})
 
 
 def test_a_host_without_facts_gets_only_the_gathered_finding():
     hosts = dict(gpu_hosts(), ghost={"node_name": "h100-1", "pool": "h100"})
-    rep = b.report(hosts, cluster(), {})
+    rep = report(hosts, cluster(), {})
     assert [f["id"] for f in rep["hosts"]["ghost"]["findings"]] == ["hosts.gathered"]
     assert rep["hosts"]["ghost"]["verdict"] == "fail"
 
@@ -563,7 +578,7 @@ def test_a_cluster_finding_about_a_host_fails_that_host(tmp_path):
 
 
 def test_the_markdown_names_every_failing_host_with_its_fix(tmp_path):
-    md = b.markdown(demo_like_report(tmp_path))
+    md = markdown(demo_like_report(tmp_path))
     for host in ("a100-lost", "l40s-broken"):
         assert "### %s (fail)" % host in md
     assert "Fix: Blacklist nouveau" in md
@@ -571,7 +586,7 @@ def test_the_markdown_names_every_failing_host_with_its_fix(tmp_path):
 
 
 def test_report_snapshot(tmp_path):
-    md = b.markdown(demo_like_report(tmp_path))
+    md = markdown(demo_like_report(tmp_path))
     if os.environ.get("GPUOPS_UPDATE_SNAPSHOTS"):
         SNAPSHOT.parent.mkdir(exist_ok=True)
         SNAPSHOT.write_text(md)
@@ -579,12 +594,12 @@ def test_report_snapshot(tmp_path):
 
 
 def test_should_fail_follows_fail_on():
-    assert b.should_fail({"verdict": "fail"}, "fail") and not b.should_fail({"verdict": "warn"}, "fail")
-    assert b.should_fail({"verdict": "warn"}, "warn") and not b.should_fail({"verdict": "pass"}, "warn")
-    assert not b.should_fail({"verdict": "fail"}, "never")
+    assert should_fail({"verdict": "fail"}, "fail") and not should_fail({"verdict": "warn"}, "fail")
+    assert should_fail({"verdict": "warn"}, "warn") and not should_fail({"verdict": "pass"}, "warn")
+    assert not should_fail({"verdict": "fail"}, "never")
 
 
 def test_the_catalogue_lists_every_check_once_with_a_valid_severity():
-    cat = b.catalogue()
-    assert len({c["id"] for c in cat}) == len(cat) == len(b.REGISTRY)
-    assert all(c["severity"] in b.SEVERITIES and c["scope"] in ("host", "cluster") for c in cat)
+    cat = catalogue()
+    assert len({c["id"] for c in cat}) == len(cat) == len(REGISTRY)
+    assert all(c["severity"] in SEVERITIES and c["scope"] in ("host", "cluster") for c in cat)

@@ -1,0 +1,198 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+
+# This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change incompatibly at any
+# time, including in a patch release. Do not use it elsewhere.
+
+"""Driver checks: the host driver against the policy, NVML, the kernel module flavour, CUDA and the target driver."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat as compat
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.facts import (
+    architectures,
+    fact,
+    host_driver,
+    is_host_driver,
+    operator_managed,
+    target_driver,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.model import (
+    bad,
+    check,
+    na,
+    ok,
+)
+
+
+@check("driver.preinstalled_conflict", "host", "fail", "No host driver collides with the operator's driver")
+def _preinstalled_conflict(ctx, opts):
+    if not operator_managed(opts):
+        return na("driver policy is preinstalled")
+    drv = fact(ctx, "gpu_host", "nvidia_driver", default={})
+    if not drv.get("loaded"):
+        return ok("no NVIDIA kernel module is loaded on the host")
+    if not is_host_driver(ctx):
+        return ok("the loaded driver %s comes from the operator's driver container" % drv.get("version"))
+    return bad(
+        "a host driver %s (%s) is loaded while the operator is to manage the driver"
+        % (drv.get("version"), drv.get("flavor")),
+        "Either set gpu_baseline_driver_policy=preinstalled and install with driver.enabled=false (or label the "
+        "node nvidia.com/gpu.deploy.driver=false), or uninstall the host driver and reboot.",
+    )
+
+
+@check("driver.preinstalled_present", "host", "fail", "The preinstalled driver is loaded")
+def _preinstalled_present(ctx, opts):
+    if operator_managed(opts):
+        return na("driver policy is operator-managed")
+    version, flavor = host_driver(ctx)
+    if version:
+        return ok("host driver %s (%s) is loaded" % (version, flavor or "flavour unknown"))
+    return bad(
+        "driver policy is preinstalled but no NVIDIA driver is loaded (/proc/driver/nvidia/version is absent)",
+        "Install and load the NVIDIA driver on the host, or set gpu_baseline_driver_policy=operator-managed.",
+    )
+
+
+@check("driver.host_supported", "host", "warn", "The host driver is one the target release lists")
+def _host_supported(ctx, opts):
+    if operator_managed(opts):
+        return na("driver policy is operator-managed (see driver.target_supported)")
+    version, _flavor = host_driver(ctx)
+    if not version:
+        return na("no host driver is loaded")
+    return _driver_listed(opts, "host driver", version, "Upgrade the host driver to a listed version")
+
+
+@check("driver.library_mismatch", "host", "fail", "The driver's user-space library matches its kernel module")
+def _library_mismatch(ctx, opts):
+    nvml = ctx.get("nvidia_gpu") or {}
+    if nvml.get("reason") == "driver_library_mismatch":
+        return bad(
+            "NVML reports a driver/library version mismatch (kernel module %s)"
+            % (fact(ctx, "gpu_host", "nvidia_driver", "version") or "unknown"),
+            "Reload the NVIDIA kernel modules or reboot the host, then restart the GPU operands.",
+        )
+    return ok("NVML %s" % ("is available" if nvml.get("available") else "reports %s" % nvml.get("reason")))
+
+
+@check("nvml.available", "host", "fail", "NVML answers on a host with a preinstalled driver")
+def _nvml_available(ctx, opts):
+    if operator_managed(opts):
+        return na("the operator's driver container provides NVML after the install")
+    nvml = ctx.get("nvidia_gpu") or {}
+    if nvml.get("available"):
+        return ok("NVML %s sees %s GPU(s)" % (nvml.get("driver_version"), nvml.get("gpu_count")))
+    if nvml.get("reason") == "driver_library_mismatch":
+        return na("reported by driver.library_mismatch")
+    return bad(
+        "NVML is unavailable: %s" % nvml.get("reason"),
+        nvml.get("hint") or "Check that the NVIDIA driver is installed and loaded on the host.",
+    )
+
+
+@check("kernel_module.required", "host", "fail", "The kernel module flavour the GPUs require")
+def _kernel_module_required(ctx, opts):
+    return _kernel_module(ctx, opts, required=True)
+
+
+@check("kernel_module.recommended", "host", "warn", "The kernel module flavour advised for the GPUs")
+def _kernel_module_recommended(ctx, opts):
+    return _kernel_module(ctx, opts, required=False)
+
+
+def _kernel_module(ctx, opts, required):
+    archs = architectures(ctx)
+    if not archs:
+        return na("no GPU architecture known (NVML unavailable)")
+    wanted = {}
+    for arch in archs:
+        row = compat.kernel_module(arch)
+        if row["module"] != "any" and row["required"] == required:
+            wanted[arch] = row["module"]
+    if not wanted:
+        return ok("%s: no %s flavour" % (", ".join(archs), "required" if required else "advised"))
+    if len(set(wanted.values())) > 1:
+        return bad(
+            "GPUs need different flavours on one host: %s" % ", ".join("%s=%s" % kv for kv in sorted(wanted.items())),
+            "Do not mix pre-GSP and Blackwell-class GPUs in one host.",
+        )
+    need = next(iter(wanted.values()))
+    if not operator_managed(opts):
+        _version, flavor = host_driver(ctx)
+        if flavor == need:
+            return ok("host driver is %s, as %s needs" % (flavor, ", ".join(sorted(wanted))))
+        return bad(
+            "%s GPUs %s the %s kernel modules; the host driver is %s"
+            % (", ".join(sorted(wanted)), "need" if required else "are advised to use", need, flavor or "unknown"),
+            "Install the %s flavour of the host driver (for example nvidia-driver-<branch>-%s)."
+            % (need, "open" if need == "open" else "server"),
+        )
+    kmt = opts["kernel_module_type"]
+    if kmt == need:
+        return ok("driver.kernelModuleType=%s" % kmt)
+    if not opts["release"]["kernel_module_type_option"]:
+        if need == "proprietary":
+            return ok("operator %s installs the proprietary modules" % opts["release"]["release"])
+        return bad(
+            "operator %s has no driver.kernelModuleType and installs the proprietary modules; %s need open"
+            % (opts["release"]["release"], ", ".join(sorted(wanted))),
+            "Use operator 25.3 or later with driver.kernelModuleType=auto or open.",
+        )
+    if kmt == "auto":
+        minimum = compat.auto_kernel_module_min_driver()
+        driver = target_driver(opts)
+        if compat.driver_at_least(driver, minimum):
+            return ok("driver.kernelModuleType=auto with driver %s picks %s" % (driver, need))
+        return bad(
+            "driver.kernelModuleType=auto needs driver >= %s to pick the flavour; target driver is %s"
+            % (minimum, driver),
+            "Set driver.kernelModuleType=%s (gpu_baseline_kernel_module_type) or a driver >= %s." % (need, minimum),
+        )
+    return bad(
+        "%s GPUs %s the %s kernel modules; driver.kernelModuleType=%s"
+        % (", ".join(sorted(wanted)), "need" if required else "are advised to use", need, kmt),
+        "Set driver.kernelModuleType=%s or auto (gpu_baseline_kernel_module_type)." % need,
+    )
+
+
+@check("cuda.driver_minimum", "host", "fail", "The driver runs the CUDA version the workloads need")
+def _cuda(ctx, opts):
+    if not opts["cuda_version"]:
+        return na("gpu_baseline_cuda_version is not set")
+    minimum = compat.min_driver_for_cuda(opts["cuda_version"])
+    driver = target_driver(opts) if operator_managed(opts) else host_driver(ctx)[0]
+    if not driver:
+        return na("no host driver is loaded")
+    if compat.driver_at_least(driver, minimum):
+        return ok("driver %s >= %s for CUDA %s" % (driver, minimum, opts["cuda_version"]))
+    return bad(
+        "driver %s is older than %s, the minimum for CUDA %s" % (driver, minimum, opts["cuda_version"]),
+        "Use a driver >= %s, or the cuda-compat forward-compatibility package on data-center GPUs." % minimum,
+    )
+
+
+@check("driver.target_supported", "cluster", "fail", "The driver the operator will install is listed for it")
+def _target_supported(cluster, hosts, opts):
+    if not operator_managed(opts):
+        return na("driver policy is preinstalled (see driver.host_supported)")
+    return _driver_listed(
+        opts, "driver", target_driver(opts), "Set gpu_baseline_driver_version (driver.version) to a listed driver"
+    )
+
+
+def _driver_listed(opts, what, version, fix):
+    """ok when the operator release lists driver ``version``; else bad with the listed ones and ``fix``."""
+    operator = opts["operator_version"]
+    if compat.driver_supported(operator, version):
+        return ok("%s %s is listed for operator %s" % (what, version, opts["release"]["release"]))
+    return bad(
+        "%s %s is not listed for operator %s (listed: %s)"
+        % (what, version, opts["release"]["release"], ", ".join(compat.supported_drivers(operator))),
+        "%s, for example %s." % (fix, compat.default_driver(operator)),
+    )

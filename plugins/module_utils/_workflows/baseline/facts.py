@@ -1,0 +1,56 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+
+# This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change incompatibly at any
+# time, including in a patch release. Do not use it elsewhere.
+
+"""What several checks read: nested facts, the driver loaded on a host and the driver the operator will install."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat as compat
+
+
+def fact(d, *keys, default=None):
+    """``d[k1][k2]...``; ``default`` when a level is missing or the value is None."""
+    for k in keys:
+        if not isinstance(d, dict):
+            return default
+        d = d.get(k)
+    return default if d is None else d
+
+
+def operator_managed(opts):
+    """True when the operator's driver container provides the driver."""
+    return opts["driver_policy"] == "operator-managed"
+
+
+def target_driver(opts):
+    """The driver the operator will install: the one asked for, else the release's default."""
+    return opts["driver_version"] or compat.default_driver(opts["operator_version"])
+
+
+def host_driver(ctx):
+    """(version, flavor) of the driver loaded on the host, from /proc/driver/nvidia/version, else NVML."""
+    drv = fact(ctx, "gpu_host", "nvidia_driver", default={})
+    if drv.get("loaded"):
+        return drv.get("version"), drv.get("flavor")
+    if fact(ctx, "nvidia_gpu", "available"):
+        return fact(ctx, "nvidia_gpu", "driver_version"), None
+    return None, None
+
+
+def is_host_driver(ctx):
+    """True when the loaded driver is the host's own, not the operator's driver container."""
+    ready = fact(ctx, "gpu_host", "validations", "driver_ready", default={}) or {}
+    return str(ready.get("IS_HOST_DRIVER", "true")).lower() != "false"
+
+
+def architectures(ctx):
+    """The GPU architectures NVML reports on the host, sorted."""
+    gpus = fact(ctx, "nvidia_gpu", "gpus", default=[]) or []
+    return sorted({g.get("architecture") for g in gpus if g.get("architecture")})

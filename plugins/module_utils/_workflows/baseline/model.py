@@ -1,0 +1,68 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+
+# This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change incompatibly at any
+# time, including in a patch release. Do not use it elsewhere.
+
+"""What a baseline check is and what it answers.
+
+Every check has an ``id``, a ``scope`` (``host`` or ``cluster``), a default ``severity`` (``fail``, ``warn`` or
+``info``), a ``title`` and a function that returns an :class:`Outcome`: ``pass``, ``fail`` (a finding, with
+evidence and a concrete fix) or ``not_applicable`` (with the reason). Host checks are called with one host's
+facts and the options; cluster checks with ``gpu_preflight_info``'s result, every host and the options.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
+
+SEVERITIES = ("fail", "warn", "info")
+PASS, FAIL, NA, SKIPPED = "pass", "fail", "not_applicable", "skipped"
+
+
+class BaselineError(GpuOpsError, ValueError):
+    """Bad options (unknown check id, bad severity...): the message names the input and the fix."""
+
+
+class Outcome(object):
+    """A check's answer; ``subjects`` are the inventory hosts or node names a cluster finding is about."""
+
+    __slots__ = ("status", "evidence", "fix", "subjects")
+
+    def __init__(self, status, evidence, fix=None, subjects=None):
+        self.status, self.evidence, self.fix, self.subjects = status, evidence, fix, list(subjects or [])
+
+
+def ok(evidence):
+    """A passed check."""
+    return Outcome(PASS, evidence)
+
+
+def bad(evidence, fix, subjects=None):
+    """A finding: what is wrong, how to fix it and, for a cluster check, the hosts or nodes it is about."""
+    return Outcome(FAIL, evidence, fix, subjects)
+
+
+def na(reason):
+    """A check that does not apply, with the reason."""
+    return Outcome(NA, reason)
+
+
+class Check(object):
+    """A built-in check: its id, scope, default severity, title and function."""
+
+    def __init__(self, check_id, scope, severity, title, fn):
+        self.id, self.scope, self.severity, self.title, self.fn = check_id, scope, severity, title, fn
+
+
+def check(check_id, scope, severity, title):
+    """Decorator: the function it wraps becomes a :class:`Check` (the registry collects them by module)."""
+
+    def make(fn):
+        return Check(check_id, scope, severity, title, fn)
+
+    return make
