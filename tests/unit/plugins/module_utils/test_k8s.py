@@ -1,4 +1,4 @@
-"""Specification of plugins/module_utils/_clients/k8s.py: configuration, retries, pagination, error messages."""
+"""Specification of plugins/module_utils/_clients/k8s/: configuration, retries, pagination, error messages."""
 
 from __future__ import annotations
 

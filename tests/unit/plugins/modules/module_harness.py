@@ -16,8 +16,8 @@ from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 from kubernetes import client as k8s_client
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients import k8s as _k8s
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sClient, RetryPolicy
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import module as k8s_module
 
 
 class Resp:
@@ -40,8 +40,8 @@ def run_module(module, monkeypatch, args, server=None, check=False):
     """Run ``module.main()`` with ``args``; returns the exit_json/fail_json keywords plus ``_kind`` ("exit" or "fail")
     and ``_no_log`` (the values the module marked no_log).
 
-    With ``server``, ``_k8s.client_from_params`` (the modules reach it through ``_k8s.module_client``) returns a
-    client (one attempt, no retries) whose requests go to ``server``.
+    With ``server``, ``client_from_params`` (the modules reach it through ``module_client``) returns a client (one
+    attempt, no retries) whose requests go to ``server``.
     """
     if server is not None:
 
@@ -50,7 +50,7 @@ def run_module(module, monkeypatch, args, server=None, check=False):
             cfg.host = "https://api.test"
             return K8sClient(cfg, retry=RetryPolicy(attempts=1), pool_manager=server)
 
-        monkeypatch.setattr(_k8s, "client_from_params", fake_client)
+        monkeypatch.setattr(k8s_module, "client_from_params", fake_client)
     outcome = {}
 
     def capture(kind):
