@@ -164,7 +164,7 @@ ansible_facts:
 
 import os
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts import collect
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.facts import collect
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients import host_facts as hf
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts import facts as hf
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.drift import drift
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.evaluate import (
     evaluate_cluster,

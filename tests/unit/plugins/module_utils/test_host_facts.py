@@ -1,4 +1,4 @@
-"""Specification of gpu_host_facts (plugins/module_utils/_clients/host_facts.py) against the fake host trees in
+"""Specification of gpu_host_facts (plugins/module_utils/_clients/host_facts/) against the fake host trees in
 tests/sim/hosts/, plus malformed and partial sources. Every expected value below is what the tree's files say."""
 
 from __future__ import annotations
@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 ROOT = Path(__file__).resolve().parents[4]
 
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients import host_facts as hf
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts import (
+    container_runtime,
+    kernel,
+    nvidia_stack,
+    reader,
+    system,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts import facts as hf
 
 HOSTS = ROOT / "tests" / "sim" / "hosts"
 H100_BUS = [
@@ -498,7 +505,7 @@ def test_broken_node_reports_each_bad_source_and_keeps_the_rest(facts):
 
 
 def test_cmdline_stops_at_init_arguments():
-    assert hf.parse_cmdline("ro quiet intel_iommu=on -- --init-flag x=1") == {
+    assert kernel.parse_cmdline("ro quiet intel_iommu=on -- --init-flag x=1") == {
         "ro": True,
         "quiet": True,
         "intel_iommu": "on",
@@ -566,10 +573,10 @@ def test_garbage_nvidia_version_and_refcnt(tmp_path):
 
 
 def test_short_secure_boot_variable(tmp_path):
-    write(tmp_path, hf.SECURE_BOOT_VAR, b"\x06\x00")
+    write(tmp_path, system.SECURE_BOOT_VAR, b"\x06\x00")
     f = hf.collect(str(tmp_path))
     assert f["secure_boot"] == {"efi": True, "enabled": None}
-    assert ("/" + hf.SECURE_BOOT_VAR, "malformed") in [(q["source"], q["reason"]) for q in f["problems"]]
+    assert ("/" + system.SECURE_BOOT_VAR, "malformed") in [(q["source"], q["reason"]) for q in f["problems"]]
 
 
 def test_docker_daemon_json(tmp_path):
@@ -616,7 +623,7 @@ def test_k0s_distribution(tmp_path):
 
 
 def test_without_a_toml_parser_toml_sources_become_problems(tmp_path, monkeypatch):
-    monkeypatch.setattr(hf, "_toml", None)
+    monkeypatch.setattr(reader, "_toml", None)
     f = hf.collect(str(HOSTS / "ubuntu2204-kubeadm-containerd"))
     assert f["container_runtime"]["config"] is None
     assert {(q["source"], q["reason"]) for q in f["problems"]} == {
@@ -637,7 +644,7 @@ def test_os_release_round_trip(data):
     expected = {
         k: " ".join(v.split()) if v.split() else "" for k, v in data.items() if not any(c in v for c in '"\\$`')
     }
-    parsed, bad = hf.parse_os_release(text)
+    parsed, bad = system.parse_os_release(text)
     assert bad == 0
     assert {k: " ".join(v.split()) if v.split() else "" for k, v in parsed.items()} == expected
 
@@ -645,24 +652,24 @@ def test_os_release_round_trip(data):
 @given(st.text(max_size=400))
 @settings(max_examples=300)
 def test_parsers_never_raise_on_arbitrary_text(text):
-    hf.parse_os_release(text)
-    hf.parse_kv(text)
-    hf.parse_modprobe(text)
-    hf.parse_cmdline(text)
-    result = hf.parse_nvidia_version(text)
+    system.parse_os_release(text)
+    nvidia_stack.parse_kv(text)
+    kernel.parse_modprobe(text)
+    kernel.parse_cmdline(text)
+    result = kernel.parse_nvidia_version(text)
     assert result is None or result["flavor"] in ("open", "proprietary")
-    assert hf.secure_boot(text.encode()) in (None, True, False)
+    assert system.secure_boot(text.encode()) in (None, True, False)
 
 
 @given(st.text(max_size=300))
 def test_toml_reader_reports_or_parses(tmp_path_factory, text):
     root = tmp_path_factory.mktemp("toml")
     write(root, "etc/containerd/config.toml", text)
-    r = hf.Reader(str(root))
+    r = reader.Reader(str(root))
     data = r.toml("etc/containerd/config.toml")
     assert (data is None) == bool(r.problems)
     if isinstance(data, dict):
-        hf.containerd_summary(data)  # must not raise on any parsed shape
+        container_runtime.containerd_summary(data)  # must not raise on any parsed shape
 
 
 @given(
@@ -674,7 +681,7 @@ def test_toml_reader_reports_or_parses(tmp_path_factory, text):
 )
 def test_summaries_tolerate_any_shape(doc):
     doc = doc if isinstance(doc, dict) else {"plugins": doc}
-    for fn in (hf.containerd_summary, hf.crio_summary, hf.docker_summary):
+    for fn in (container_runtime.containerd_summary, container_runtime.crio_summary, container_runtime.docker_summary):
         try:
             fn(doc)
         except (AttributeError, TypeError) as exc:  # pragma: no cover - a failure is a bug
@@ -697,6 +704,6 @@ def test_summaries_tolerate_any_shape(doc):
     )
 )
 def test_modprobe_blacklist(lines):
-    black, opts = hf.parse_modprobe("\n".join(lines))
+    black, opts = kernel.parse_modprobe("\n".join(lines))
     assert ("nouveau" in black) == any(x in lines for x in ("blacklist nouveau", "install nouveau /bin/false"))
     assert (opts.get("nouveau", {}).get("modeset") == "0") == ("options nouveau modeset=0" in lines)

@@ -1,0 +1,55 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+
+# This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
+# incompatibly at any time, including in a patch release. Do not use it elsewhere.
+
+"""The entry point: :func:`collect` runs every reader in :data:`READERS` over one host root."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts import (
+    container_runtime,
+    kernel,
+    nvidia_stack,
+    pci,
+    system,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.reader import Reader
+
+#: (fact, reader) in reading order. A reader is ``read(r, facts)``: ``r`` is the :class:`Reader`, ``facts`` the
+#: facts read so far (a reader may use an earlier one); it returns its fact and records problems on ``r``.
+READERS = (
+    ("kernel", kernel.read_kernel),
+    ("os", system.read_os),
+    ("cmdline", kernel.read_cmdline),
+    ("modules", kernel.read_modules),
+    ("nouveau", kernel.read_nouveau),
+    ("nvidia_driver", kernel.read_nvidia_driver),
+    ("secure_boot", system.read_secure_boot),
+    ("pci", pci.read_pci),
+    ("iommu", pci.read_iommu),
+    ("devices", pci.read_devices),
+    ("kubernetes", container_runtime.read_kubernetes),
+    ("container_runtime", container_runtime.read_container_runtime),
+    ("cdi", nvidia_stack.read_cdi),
+    ("container_toolkit", nvidia_stack.read_toolkit),
+    ("validations", nvidia_stack.read_validations),
+    ("fabric_manager", nvidia_stack.read_fabric_manager),
+    ("unattended_upgrades", system.read_unattended_upgrades),
+)
+
+
+def collect(host_root="/"):
+    """The GPU host facts of the host mounted at ``host_root``: ``host_root``, one fact per reader, then
+    ``problems`` (every source that was missing, unreadable or malformed)."""
+    r = Reader(host_root)
+    facts = {"host_root": r.root}
+    for key, read in READERS:
+        facts[key] = read(r, facts)
+    facts["problems"] = r.problems
+    return facts
