@@ -1,4 +1,4 @@
-"""Specification of module_utils/_workflows/audit/join.py: join, drift, health, mismatches, changes."""
+"""Specification of module_utils/_workflows/audit/join.py and its parts: join, drift, health, mismatches, changes."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from audit_fixtures import UNREACHABLE, cluster_result, gpu, host, node, nvml_result, two_clusters  # noqa: E402
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import changes as _changes  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import join as _audit  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import schema as _schema  # noqa: E402
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[4] / "docs" / "audit-snapshot.schema.json").read_text())
 NOW = "2026-12-03T15:00:00Z"
@@ -32,8 +34,8 @@ def rows(snap):
 def test_the_snapshot_validates_against_the_published_schema(snap):
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
     jsonschema.Draft202012Validator(SCHEMA).validate(snap)
-    assert snap["schema_version"] == _audit.SCHEMA_VERSION == "1.0"
-    assert SCHEMA["properties"]["kind"]["const"] == _audit.SNAPSHOT_KIND
+    assert snap["schema_version"] == _schema.SCHEMA_VERSION == "1.0"
+    assert SCHEMA["properties"]["kind"]["const"] == _schema.SNAPSHOT_KIND
 
 
 def test_the_schema_rejects_a_row_without_status(snap):
@@ -256,26 +258,26 @@ def test_rows_added_and_removed_against_a_baseline():
     [
         ([], "is not a gpu_audit snapshot"),
         ({"kind": "something-else"}, "is not a gpu_audit snapshot"),
-        ({"kind": _audit.SNAPSHOT_KIND, "schema_version": "2.0"}, "has schema_version 2.0"),
-        ({"kind": _audit.SNAPSHOT_KIND}, "has schema_version (none)"),
+        ({"kind": _schema.SNAPSHOT_KIND, "schema_version": "2.0"}, "has schema_version 2.0"),
+        ({"kind": _schema.SNAPSHOT_KIND}, "has schema_version (none)"),
     ],
 )
 def test_a_baseline_must_be_a_snapshot_of_the_same_major_version(data, message):
-    with pytest.raises(_audit.SnapshotError, match=r"^old\.json " + message.replace("(", r"\(").replace(")", r"\)")):
-        _audit.check_baseline(data, "old.json")
+    with pytest.raises(_changes.SnapshotError, match=r"^old\.json " + message.replace("(", r"\(").replace(")", r"\)")):
+        _changes.check_baseline(data, "old.json")
 
 
 def test_a_minor_version_baseline_is_accepted():
-    data = {"kind": _audit.SNAPSHOT_KIND, "schema_version": "1.7"}
-    assert _audit.check_baseline(data, "x") is data
+    data = {"kind": _schema.SNAPSHOT_KIND, "schema_version": "1.7"}
+    assert _changes.check_baseline(data, "x") is data
 
 
 def test_same_content_ignores_only_the_timestamp(snap):
     other = dict(copy.deepcopy(snap), generated_at="2030-01-01T00:00:00Z")
-    assert _audit.same_content(snap, other)
+    assert _changes.same_content(snap, other)
     other["summary"]["gpus"] += 1
-    assert not _audit.same_content(snap, other)
-    assert not _audit.same_content(None, snap)
+    assert not _changes.same_content(snap, other)
+    assert not _changes.same_content(None, snap)
 
 
 def test_a_hot_gpu_counts_as_degraded_even_when_nvml_says_ok():

@@ -1,4 +1,4 @@
-"""Specification of plugins/module_utils/_workflows/audit/report.py: rendering, atomic writes and one audit run."""
+"""Specification of module_utils/_workflows/audit/report.py and its renderers: rendering, atomic writes, one run."""
 
 from __future__ import annotations
 
@@ -14,7 +14,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from audit_fixtures import two_clusters  # noqa: E402
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import cells as _cells  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import files as _files  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import html_page as _html_page  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import join as _audit  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import markdown as _markdown  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import report as _audit_report  # noqa: E402
 
 NOW = "2026-12-03T15:00:00Z"
@@ -73,12 +77,12 @@ def test_json_is_the_snapshot_with_sorted_keys(snap):
 
 
 def test_html_is_self_contained_and_holds_the_fleet_table(snap):
-    html = _audit_report.render_html(snap)
+    html = _html_page.render_html(snap)
     page = parse(html)
     assert page.external == [] and page.scripts == 1
     assert not re.search(r"https?://", html)
     fleet = page.tables["fleet"]
-    assert [c[1] for c in fleet[0]] == [t for _k, t in _audit_report.COLUMNS]
+    assert [c[1] for c in fleet[0]] == [t for _k, t in _cells.COLUMNS]
     body = {row[2][1]: {c[0]["data-key"]: c[1] for c in row} for row in fleet[1:]}
     assert sorted(body) == ["a100-0", "a100-1", "h100-0", "h100-1", "h100-2", "h100-3", "h100-9"]
     assert body["h100-3"]["status"] == "unreachable" and body["h100-3"]["host"] == "east-h100-3"
@@ -89,7 +93,7 @@ def test_html_is_self_contained_and_holds_the_fleet_table(snap):
 
 
 def test_html_highlights_drifting_cells_and_colours_the_heat_map(snap):
-    page = parse(_audit_report.render_html(snap))
+    page = parse(_html_page.render_html(snap))
     h100_2 = [row for row in page.tables["fleet"][1:] if row[2][1] == "h100-2"][0]
     drifting = sorted(c[0]["data-key"] for c in h100_2 if "drift" in (c[0].get("class") or ""))
     assert drifting == ["cuda", "driver", "kernel", "runtime", "vbios"]
@@ -112,13 +116,13 @@ def test_html_escapes_every_value(snap):
     snap["fleet"][0]["message"] = "<script>alert(1)</script>"
     snap["fleet"][0]["status"] = "failed"
     snap["clusters"][0]["error"] = '"><img src=x>'
-    html = _audit_report.render_html(snap)
+    html = _html_page.render_html(snap)
     assert "<script>alert" not in html and "<img" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 
 
 def test_markdown_summarises_clusters_health_drift_issues_and_the_fleet(snap):
-    md = _audit_report.render_markdown(snap, title="Audit")
+    md = _markdown.render_markdown(snap, title="Audit")
     assert md.startswith("# Audit\n")
     assert "- Hosts: 6 (ok 5, unreachable 1, failed 0, not audited 0); GPU nodes without a host: 1" in md
     assert "- GPUs (NVML): 26; degraded: 3 critical, 1 warning" in md
@@ -136,7 +140,7 @@ def test_markdown_summarises_clusters_health_drift_issues_and_the_fleet(snap):
 def test_markdown_escapes_pipes(snap):
     snap["fleet"][0]["message"] = "a|b"
     snap["fleet"][0]["status"] = "failed"
-    assert "a\\|b" in _audit_report.render_markdown(snap)
+    assert "a\\|b" in _markdown.render_markdown(snap)
 
 
 def test_markdown_lists_changes_against_the_baseline():
@@ -144,18 +148,18 @@ def test_markdown_lists_changes_against_the_baseline():
     before = _audit.build_snapshot(hosts, clusters, "2026-12-01T00:00:00Z")
     hosts["east-h100-2"]["nvml_result"]["ansible_facts"]["nvidia_gpu"]["driver_version"] = "570.124.06"
     after = _audit.build_snapshot(hosts, clusters, NOW, baseline=before)
-    md = _audit_report.render_markdown(after)
+    md = _markdown.render_markdown(after)
     assert "Against the baseline of 2026-12-01T00:00:00Z: 2 change(s)." in md
     assert "- east/h100-2: driver 550.127.08 -> 570.124.06" in md
     assert "- east/h100-2: resolved mismatch driver_vs_label" in md
     same = _audit.build_snapshot(hosts, clusters, NOW, baseline=after)
-    assert "No change since the baseline of 2026-12-03T15:00:00Z." in _audit_report.render_markdown(same)
+    assert "No change since the baseline of 2026-12-03T15:00:00Z." in _markdown.render_markdown(same)
 
 
 def test_write_atomic_replaces_targets_and_leaves_no_temporary_file(tmp_path):
     target = tmp_path / "r.json"
     target.write_text("old")
-    _audit_report.write_atomic({str(target): "new", str(tmp_path / "r.md"): "md"})
+    _files.write_atomic({str(target): "new", str(tmp_path / "r.md"): "md"})
     assert target.read_text() == "new" and (tmp_path / "r.md").read_text() == "md"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "r.md"]
     assert oct(target.stat().st_mode & 0o777) == "0o644"
@@ -173,9 +177,9 @@ def test_write_atomic_touches_no_target_when_one_file_cannot_be_written(tmp_path
             raise OSError(28, "No space left on device")
         real_fsync(fd)
 
-    monkeypatch.setattr(_audit_report.os, "fsync", failing_fsync)
+    monkeypatch.setattr(_files.os, "fsync", failing_fsync)
     with pytest.raises(OSError, match="No space left"):
-        _audit_report.write_atomic({str(tmp_path / "a.json"): "new a", str(tmp_path / "b.md"): "new b"})
+        _files.write_atomic({str(tmp_path / "a.json"): "new a", str(tmp_path / "b.md"): "new b"})
     assert (tmp_path / "a.json").read_text() == "old a" and (tmp_path / "b.md").read_text() == "old b"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.md"]
 
