@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 # Release, chart and helm options of the gpu_operator module.
-# Mirrors plugins/module_utils/_clients/helm.py:HELM_ARG_SPEC one to one; change both together.
+# Mirrors plugins/module_utils/_clients/helm/args.py:HELM_ARG_SPEC one to one; change both together.
 
 from __future__ import absolute_import, division, print_function
 

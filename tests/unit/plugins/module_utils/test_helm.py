@@ -1,4 +1,4 @@
-"""Specification of module_utils/_clients/helm.py: the helm CLI funnel, v3 and v4, with a recording module stub."""
+"""Specification of module_utils/_clients/helm/: the helm CLI funnel, v3 and v4, with a recording module stub."""
 
 from __future__ import annotations
 

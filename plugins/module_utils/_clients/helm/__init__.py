@@ -1,0 +1,28 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+
+# This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
+# incompatibly at any time, including in a patch release. Do not use it elsewhere.
+
+"""The helm CLI (v3 and v4); callers import from here.
+
+* :mod:`.args` - :data:`HELM_ARG_SPEC`, the release, chart and helm options;
+* :mod:`.chart` - :class:`ChartRef`: a repository URL + chart name, an ``oci://`` reference, or a local path;
+  the CRD files inside a chart;
+* :mod:`.cli` - the binary behind one ``run_command`` funnel: version detection, ``show chart|values|crds``;
+* :mod:`.releases` - :class:`Helm`: ``get metadata|values|manifest``, ``history``, ``template``,
+  ``upgrade --install``, ``rollback``, ``uninstall``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm.args import HELM_ARG_SPEC
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm.chart import REPO_ALIAS, ChartRef
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm.cli import HelmError, parse_version
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm.releases import Helm
+
+__all__ = ("HELM_ARG_SPEC", "REPO_ALIAS", "ChartRef", "Helm", "HelmError", "parse_version")
