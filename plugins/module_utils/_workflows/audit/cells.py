@@ -14,6 +14,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.pools import DRIFT_FIELDS
 
+#: Health category -> its report title.
 CATEGORY_TITLES = {
     "ecc": "ECC",
     "remapped_rows": "Remapped rows",
@@ -21,7 +22,6 @@ CATEGORY_TITLES = {
     "thermal": "Thermal",
     "other": "Other",
 }
-
 
 #: Fleet table columns: (key, title).
 COLUMNS = (

@@ -29,6 +29,7 @@ class SnapshotError(GpuOpsError, ValueError):
 
 
 def check_baseline(data, source):
+    """``data`` when it is a snapshot of this schema's major version; SnapshotError naming ``source`` otherwise."""
     if not isinstance(data, dict) or data.get("kind") != SNAPSHOT_KIND:
         raise SnapshotError(
             "%s is not a gpu_audit snapshot (kind %r); pass a JSON file an audit wrote"

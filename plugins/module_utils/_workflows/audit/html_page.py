@@ -64,10 +64,12 @@ _JS = """
 
 
 def _h(value):
+    """``value`` as escaped report text."""
     return escape(cell_text(value), quote=True)
 
 
 def _html_table(headers, rows, attrs=""):
+    """A table of escaped ``headers`` over ``rows`` of rendered cells."""
     out = ["<table%s><thead><tr>%s</tr></thead><tbody>" % (attrs, "".join("<th>%s</th>" % _h(h) for h in headers))]
     for row in rows:
         out.append("<tr>%s</tr>" % "".join(row))
@@ -75,13 +77,9 @@ def _html_table(headers, rows, attrs=""):
     return "".join(out)
 
 
-def _td(value, cls=None, title=None):
-    attrs = ""
-    if cls:
-        attrs += ' class="%s"' % _h(cls)
-    if title:
-        attrs += ' title="%s"' % _h(title)
-    return "<td%s>%s</td>" % (attrs, _h(value))
+def _td(value, cls=None):
+    """One escaped table cell, with a CSS class when given."""
+    return "<td%s>%s</td>" % (' class="%s"' % _h(cls) if cls else "", _h(value))
 
 
 def render_html(snapshot, title="GPU fleet audit"):

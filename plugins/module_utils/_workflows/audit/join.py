@@ -116,6 +116,7 @@ def fleet_rows(hosts, clusters, thermal_warning_c=85):
 
 
 def summary(rows, cluster_entries, pool_entries):
+    """The snapshot's totals: clusters, rows by status, GPUs by health, findings, mismatches, drift."""
     statuses = {}
     for r in rows:
         statuses[r["status"]] = statuses.get(r["status"], 0) + 1

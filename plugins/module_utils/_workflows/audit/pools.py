@@ -51,6 +51,7 @@ def pool_drift(rows):
 
 
 def pools(rows):
+    """One entry per (cluster, pool): counts, health by category and drift."""
     groups = {}
     for r in rows:
         groups.setdefault((r["cluster"], r["pool"]), []).append(r)

@@ -36,10 +36,12 @@ FORMATS = {"json": "json", "markdown": "md", "html": "html"}
 
 
 def render_json(snapshot):
+    """The snapshot as JSON with sorted keys (stable bytes)."""
     return json.dumps(snapshot, indent=2, sort_keys=True) + "\n"
 
 
 def render_all(snapshot, formats, title):
+    """``{format: text}`` for each of ``formats``."""
     out = {}
     for fmt in formats:
         if fmt == "json":
@@ -58,6 +60,7 @@ class ReportError(GpuOpsError):
 
 
 def load_baseline(path):
+    """The snapshot at ``path``, checked to be comparable; ReportError names the path and the fix."""
     text = read_text(path)
     if text is None:
         raise ReportError("baseline %s cannot be read; give the path of a JSON snapshot an earlier audit wrote" % path)
@@ -99,9 +102,11 @@ class AuditReport(object):
         self.thermal_warning_c = thermal_warning_c
 
     def path(self, fmt):
+        """The report file of format ``fmt``."""
         return os.path.join(self.dest, "%s.%s" % (self.basename, FORMATS[fmt]))
 
     def run(self, now, check_mode=False):
+        """Audit at ``now`` and write the stale files (none in check mode); the module's result."""
         if os.path.exists(self.dest) and not os.path.isdir(self.dest):
             raise ReportError("dest %s exists and is not a directory; choose a report directory" % self.dest)
         baseline = load_baseline(self.baseline_path) if self.baseline_path else None
