@@ -260,8 +260,8 @@ REQUIRED_OPERANDS = (("driver", "driver"), ("container-toolkit", "toolkit"), ("d
 ALL_REQUIRED = tuple(c for c, _key in REQUIRED_OPERANDS)
 
 
-def _operand_ok(summary):
-    # Validation workload pods run to completion; Succeeded is their healthy end state.
+def operand_ok(summary):
+    """An operand pod summary that is healthy: ready, or Succeeded (validation workload pods run to completion)."""
     return summary["ready"] or summary["phase"] == "Succeeded"
 
 
@@ -313,7 +313,7 @@ def node_view(node, operands=None, required=ALL_REQUIRED):
         # pods there: until then the node is not ready, even with no operand pod to wait for.
         "operands_ready": labels.get(PRESENT_LABEL) == "true"
         and not missing
-        and all(_operand_ok(s) for s in operands.values()),
+        and all(operand_ok(s) for s in operands.values()),
     }
 
 
@@ -399,7 +399,7 @@ def totals(nodes, unscheduled_operands=()):
         "driver_versions": {},
         "upgrade_states": {},
         "operand_pods": len(unscheduled_operands),
-        "operand_pods_not_ready": sum(1 for s in unscheduled_operands if not _operand_ok(s)),
+        "operand_pods_not_ready": sum(1 for s in unscheduled_operands if not operand_ok(s)),
         "operand_pods_unscheduled": len(unscheduled_operands),
     }
     for node in nodes:
@@ -417,7 +417,7 @@ def totals(nodes, unscheduled_operands=()):
         _add(out["driver_versions"], node["gpu"]["driver_version"])
         _add(out["upgrade_states"], node["upgrade_state"])
         out["operand_pods"] += len(node["operands"])
-        out["operand_pods_not_ready"] += sum(1 for s in node["operands"].values() if not _operand_ok(s))
+        out["operand_pods_not_ready"] += sum(1 for s in node["operands"].values() if not operand_ok(s))
     return out
 
 

@@ -1,4 +1,4 @@
-"""Specification of plugins/module_utils/_operator/release.py: gates, CRD plan, idempotence, check mode, rollback,
+"""Specification of plugins/module_utils/_operator/release/: gates, CRD plan, idempotence, check mode, rollback,
 readiness. Helm and the API server are in-memory stand-ins (no cluster)."""
 
 from __future__ import annotations
@@ -353,6 +353,21 @@ def test_a_downgrade_is_refused_without_force_and_done_with_it(bed):
     with pytest.raises(ReleaseError, match="downgrade"):
         run(bed, chart_version="v25.10.1")
     assert run(bed, chart_version="v25.10.1", force=True)["release"]["chart_version"] == "v25.10.1"
+
+
+def test_a_forced_downgrade_is_a_warning_for_the_module_never_a_result_key(bed):
+    _log, helm, kube = bed
+    run(bed, chart_version="v26.3.3")
+    release = OperatorRelease(params(chart_version="v25.10.1", force=True), helm, kube, sleep=lambda s: None)
+    result = release.run()
+    assert release.warnings == ["downgrading v26.3.3 -> v25.10.1 because force is set"]
+    assert "warnings" not in result
+    run(bed, chart_version="v26.3.3")
+    helm.fail_upgrade = "boom"
+    release = OperatorRelease(params(chart_version="v25.10.1", force=True), helm, kube, sleep=lambda s: None)
+    with pytest.raises(ReleaseError) as exc:
+        release.run()
+    assert release.warnings and "warnings" not in exc.value.details
 
 
 def test_a_failed_upgrade_rolls_back_and_reports_both(bed):

@@ -7,7 +7,9 @@ import os
 import stat
 
 import module_harness as harness
+import pytest
 import yaml
+from ansible.module_utils import basic
 
 from ansible_collections.gpuops.gpu_operator.plugins.doc_fragments import helm as helm_fragment
 from ansible_collections.gpuops.gpu_operator.plugins.doc_fragments import kubeconfig as kubeconfig_fragment
@@ -128,3 +130,31 @@ def test_a_refusal_fails_with_its_reason_and_details(monkeypatch, tmp_path):
     )
     assert out["_kind"] == "fail" and out["refused"] is True and "skips" in out["msg"]
     assert out["helm_version"] == "v3.19.2"
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["exit", "fail"])
+def test_release_warnings_go_through_module_warn_never_as_a_result_key(monkeypatch, tmp_path, fails):
+    warned = []
+
+    class Warns:
+        def __init__(self, *a, **kw):
+            self.warnings = []
+
+        def run(self):
+            self.warnings.append("downgrading v26.3.3 -> v25.10.1 because force is set")
+            if fails:
+                raise _operator_release.ReleaseError("helm upgrade to v25.10.1 failed", changed=True)
+            return {"changed": True, "plan": {"action": "upgrade"}, "release": None}
+
+    monkeypatch.setattr(gpu_operator, "OperatorRelease", Warns)
+    monkeypatch.setattr(basic.AnsibleModule, "warn", lambda self, msg: warned.append(msg))
+    out = run_module(
+        monkeypatch,
+        server=EmptyCluster(),
+        chart_ref="gpu-operator",
+        chart_repo_url="http://x",
+        kubeconfig=KUBECONFIG,
+        helm_binary=fake_helm(tmp_path),
+    )
+    assert out["_kind"] == ("fail" if fails else "exit") and "warnings" not in out
+    assert warned == ["downgrading v26.3.3 -> v25.10.1 because force is set"]

@@ -1,0 +1,298 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+
+# This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
+# incompatibly at any time, including in a patch release. Do not use it elsewhere.
+
+"""One run of the ``gpu_operator`` module: plan (check mode), CRDs by server-side apply before any install or
+upgrade, one ``helm upgrade --install``, rollback on failure, bounded ClusterPolicy readiness wait, uninstall.
+
+Idempotence: nothing is written when the deployed chart version and its user-supplied values (``helm get values``)
+equal the target version and the effective values, and the CRDs already match.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import tempfile
+import time
+
+try:
+    import yaml
+except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
+    yaml = None
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm import HelmError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, name_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.crds import (
+    CRD_PATH,
+    OPERATOR_CRDS,
+    apply_crds,
+    crd_changes,
+    delete_crds,
+    live_crds,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.diffs import (
+    absent_diff,
+    normalised,
+    present_diff,
+    value_changes,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.errors import ReleaseError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.gates import (
+    operator_version,
+    repo_majors,
+    version_gate,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.readiness import (
+    not_ready_summary,
+    wait_ready,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.values import (
+    NFD_LABEL_PREFIX,
+    SERVICE_MONITOR_CRD,
+    ValuesError,
+    effective_values,
+)
+
+
+class OperatorRelease:
+    """One run of the module: ``helm`` is a ``_clients.helm.Helm``, ``kube`` a ``_clients.k8s.K8sClient``.
+
+    ``warnings`` collects what the module passes to ``module.warn`` (never a result key).
+    """
+
+    def __init__(self, params, helm, kube, check_mode=False, diff=False, sleep=time.sleep, clock=time.monotonic):
+        self.p = params
+        self.helm = helm
+        self.kube = kube
+        self.check_mode = check_mode
+        self.diff = diff
+        self.sleep = sleep
+        self.clock = clock
+        self.warnings = []
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def deployed(self):
+        return self.helm.release(self.p.release_name, self.p.release_namespace)
+
+    def cluster_facts(self):
+        """``nfd_labels`` and ``service_monitor_crd`` from two requests (paginated node LIST, one CRD GET)."""
+        if not self.p.detect:
+            return {}
+        nodes = self.kube.list_core("nodes")
+        nfd = any(k.startswith(NFD_LABEL_PREFIX) for n in nodes for k in labels_of(n))
+        crd = self.kube.get_or_none("%s/%s" % (CRD_PATH, SERVICE_MONITOR_CRD), what="read the ServiceMonitor CRD")
+        return {"nfd_labels": nfd, "service_monitor_crd": crd is not None}
+
+    # -- plan --------------------------------------------------------------------------------------
+
+    def plan(self):
+        """Everything ``present`` would do, without writing: the dict returned as ``plan``."""
+        p = self.p
+        chart = p.chart()
+        try:
+            meta = self.helm.show_chart(chart, p.chart_version)
+        except HelmError as exc:
+            raise ReleaseError(exc.msg, **exc.details) from exc
+        target = str(meta.get("version"))
+        deployed = self.deployed()
+        current = deployed["chart_version"] if deployed else None
+        if deployed:
+            reason = version_gate(current, target, repo_majors(self.helm, chart), force=p.force)
+            if reason:
+                raise ReleaseError(reason, refused=True, from_version=current, to_version=target)
+            elif operator_version(target) < operator_version(current):
+                self.warnings.append("downgrading %s -> %s because force is set" % (current, target))
+        chart_defaults = self.helm.show_values(chart, target)
+        deployed_values = self.helm.get_values(p.release_name, p.release_namespace) if deployed else None
+        try:
+            values, reasons = effective_values(
+                chart_defaults, p.user_values(), p.fleet, self.cluster_facts(), deployed_values
+            )
+        except ValuesError as exc:
+            raise ReleaseError(str(exc)) from exc
+        values = normalised(values)
+        target_crds = self.helm.show_crds(chart, target)
+        names = [name_of(c) for c in target_crds]
+        crds = crd_changes(target_crds, live_crds(self.kube, names))
+        values_diff = value_changes(normalised(deployed_values), values) if deployed else []
+        deployed_values = deployed_values or {}
+        healthy = deployed is not None and deployed.get("status") == "deployed"
+        if not deployed:
+            action = "install"
+        elif current != target:
+            action = "upgrade"
+        elif values_diff or not healthy:
+            action = "update"
+        elif any(c["action"] != "none" for c in crds):
+            action = "crds"
+        else:
+            action = "none"
+        return {
+            "action": action,
+            "chart": chart.describe(),
+            "from_version": current,
+            "to_version": target,
+            "app_version": meta.get("appVersion"),
+            "release_status": deployed.get("status") if deployed else None,
+            "values_changed": values_diff,
+            "crd_changes": crds,
+            "values": values,
+            "values_reasons": reasons,
+            "previous_values": normalised(deployed_values),
+            "_chart": chart,
+            # a release written by helm v3 records no method; helm v4's --server-side=auto keeps it client-side
+            "_apply_method": (deployed.get("apply_method") or "csa") if deployed else None,
+            "_crds": target_crds,
+        }
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    def _values_file(self, values):
+        fd, path = tempfile.mkstemp(prefix="values-", suffix=".yaml", dir=self.helm.tmpdir)
+        with os.fdopen(fd, "w") as handle:
+            yaml.safe_dump(values, handle, default_flow_style=False)
+        return path
+
+    def install_or_upgrade(self, plan):
+        p = self.p
+        values_file = self._values_file(plan["values"])
+        try:
+            self.helm.upgrade(
+                p.release_name,
+                p.release_namespace,
+                plan["_chart"],
+                plan["to_version"],
+                values_file,
+                wait=p.wait,
+                timeout=p.timeout,
+                force_conflicts=p.force_conflicts,
+                create_namespace=p.create_namespace,
+                apply_method=plan["_apply_method"],
+            )
+        except HelmError as exc:
+            self._recover(plan, exc)
+
+    def _recover(self, plan, exc):
+        """After a failed helm write: roll back to the last good revision, then raise with both outcomes."""
+        p = self.p
+        history = self.helm.history(p.release_name, p.release_namespace)
+        latest = max((h.get("revision") or 0 for h in history), default=0)
+        good = [h for h in history if h.get("revision") != latest and h.get("status") in ("deployed", "superseded")]
+        if not good:
+            raise ReleaseError(
+                "helm install of %s failed and there is no earlier revision to roll back to: %s"
+                % (plan["_chart"].describe(), exc.msg),
+                changed=True,
+                helm_error=exc.msg,
+                rolled_back=False,
+            ) from exc
+        revision = max(h["revision"] for h in good)
+        try:
+            self.helm.rollback(
+                p.release_name,
+                p.release_namespace,
+                revision,
+                wait=p.wait,
+                timeout=p.timeout,
+                apply_method=plan["_apply_method"],
+            )
+        except HelmError as rb_exc:
+            raise ReleaseError(
+                "helm upgrade to %s failed: %s; the rollback to revision %d failed too: %s"
+                % (plan["to_version"], exc.msg, revision, rb_exc.msg),
+                changed=True,
+                helm_error=exc.msg,
+                rollback_error=rb_exc.msg,
+                rolled_back=False,
+            ) from exc
+        raise ReleaseError(
+            "helm upgrade to %s failed and the release was rolled back to revision %d (chart %s): %s"
+            % (plan["to_version"], revision, plan["from_version"], exc.msg),
+            changed=True,
+            helm_error=exc.msg,
+            rollback_error=None,
+            rolled_back=True,
+            rollback_revision=revision,
+        ) from exc
+
+    # -- entry points ------------------------------------------------------------------------------
+
+    def present(self):
+        plan = self.plan()
+        result = {"changed": plan["action"] != "none", "plan": _public(plan), "values": plan["values"]}
+        if self.diff:
+            result["diff"] = self._diff(plan)
+        if self.check_mode or plan["action"] == "none":
+            result["release"] = self.deployed()
+            return result
+        result["crds_applied"] = apply_crds(self.kube, plan["_crds"])
+        if plan["action"] != "crds":
+            self.install_or_upgrade(plan)
+        result["release"] = self.deployed()
+        if self.p.ready_timeout:
+            ready = wait_ready(self.kube, self.p.release_namespace, self.p.ready_timeout, self.sleep, self.clock)
+            result["readiness"] = ready
+            if not ready["ready"]:
+                raise ReleaseError(
+                    "the release is %s but ClusterPolicy is not ready after %ss (state %s): %s"
+                    % (
+                        plan["action"] + "ed" if plan["action"] != "crds" else "unchanged",
+                        self.p.ready_timeout,
+                        ready["state"],
+                        not_ready_summary(ready),
+                    ),
+                    **result,
+                )
+        return result
+
+    def _diff(self, plan):
+        p = self.p
+        before_manifest = ""
+        if plan["from_version"]:
+            before_manifest = self.helm.get_manifest(p.release_name, p.release_namespace)
+        after_manifest = self.helm.template(
+            p.release_name, p.release_namespace, plan["_chart"], plan["to_version"], self._values_file(plan["values"])
+        )
+        return present_diff(plan, before_manifest, after_manifest)
+
+    def absent(self):
+        p = self.p
+        deployed = self.deployed()
+        crds = self._removable_crds() if p.remove_crds else []
+        result = {
+            "changed": bool(deployed) or bool(crds),
+            "plan": {
+                "action": "uninstall" if deployed else "none",
+                "from_version": deployed and deployed["chart_version"],
+            },
+            "release": deployed,
+            "crds_removed": crds,
+        }
+        if self.diff:
+            result["diff"] = absent_diff(deployed, crds)
+        if self.check_mode or not result["changed"]:
+            return result
+        if deployed:
+            self.helm.uninstall(p.release_name, p.release_namespace, wait=p.wait, timeout=p.timeout)
+        delete_crds(self.kube, crds)
+        return result
+
+    def _removable_crds(self):
+        names = list(OPERATOR_CRDS)
+        if self.p.chart_ref:
+            names = [name_of(c) for c in self.helm.show_crds(self.p.chart(), self.p.chart_version)]
+        return sorted(live_crds(self.kube, names))
+
+    def run(self):
+        return self.present() if self.p.state == "present" else self.absent()
+
+
+def _public(plan):
+    return {k: v for k, v in plan.items() if not k.startswith("_") and k not in ("values", "previous_values")}
