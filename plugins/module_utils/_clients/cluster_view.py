@@ -17,6 +17,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
+    is_true,
+    labels_of,
+    meta_of,
+    name_of,
+)
+
 GPU_RESOURCE = "nvidia.com/gpu"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
@@ -57,16 +64,9 @@ COMPONENTS = {
 }
 
 
-def _labels(obj):
-    return (obj.get("metadata") or {}).get("labels") or {}
-
-
-def _truthy(value):
-    return str(value).lower() == "true"
-
-
-def _int(value):
-    """Kubernetes quantities for GPUs are plain integers; anything else is returned as given (a string)."""
+def _quantity(value):
+    """A GPU quantity or count as an int (they are plain integers); None stays None, anything else (a string such
+    as ``"1k"``) is returned as given."""
     if value is None:
         return None
     try:
@@ -81,29 +81,31 @@ def is_gpu_node(node):
     ``nvidia.com/gpu.present=false`` (the operator sets it when a GPU disappears) still counts when NFD
     sees NVIDIA PCI devices: exactly the node an operator wants to look at.
     """
-    labels = _labels(node)
-    if any(_truthy(labels.get(key)) for key in GPU_NODE_LABELS):
+    labels = labels_of(node)
+    if any(is_true(labels.get(key)) for key in GPU_NODE_LABELS):
         return True
     capacity = (node.get("status") or {}).get("capacity") or {}
-    return bool(_int(capacity.get(GPU_RESOURCE)) or any(k.startswith(MIG_RESOURCE_PREFIX) for k in capacity))
+    return bool(_quantity(capacity.get(GPU_RESOURCE)) or any(k.startswith(MIG_RESOURCE_PREFIX) for k in capacity))
 
 
 def pod_component(pod):
     """The operand component a pod belongs to, or None for pods that are not operands (e.g. the operator)."""
-    labels = _labels(pod)
+    labels = labels_of(pod)
     if labels.get("app.kubernetes.io/component") == "nvidia-driver":
         return "driver"  # NVIDIADriver-managed driver DaemonSets have per-pool names
     for key in ("app", "app.kubernetes.io/name"):
         if labels.get(key) in COMPONENTS:
             return COMPONENTS[labels[key]]
-    for ref in (pod.get("metadata") or {}).get("ownerReferences") or []:
+    for ref in meta_of(pod).get("ownerReferences") or []:
         if ref.get("kind") == "DaemonSet":
             return COMPONENTS.get(ref.get("name"), ref.get("name"))
     return None
 
 
 def _gpu_resources(resources):
-    return {k: _int(v) for k, v in (resources or {}).items() if k == GPU_RESOURCE or k.startswith(MIG_RESOURCE_PREFIX)}
+    return {
+        k: _quantity(v) for k, v in (resources or {}).items() if k == GPU_RESOURCE or k.startswith(MIG_RESOURCE_PREFIX)
+    }
 
 
 def _version(labels, prefix, parts):
@@ -132,19 +134,19 @@ def gpu_labels(labels):
             rest = key[len(MIG_RESOURCE_PREFIX) :]
             profile, _unused, field = rest.rpartition(".")
             if field in ("count", "memory", "multiprocessors"):
-                mig_types.setdefault(profile, {})[field] = _int(value)
+                mig_types.setdefault(profile, {})[field] = _quantity(value)
     return {
-        "present": None if present is None else _truthy(present),
+        "present": None if present is None else is_true(present),
         "product": labels.get("nvidia.com/gpu.product"),
-        "count": _int(labels.get("nvidia.com/gpu.count")),
-        "memory_mib": _int(labels.get("nvidia.com/gpu.memory")),
+        "count": _quantity(labels.get("nvidia.com/gpu.count")),
+        "memory_mib": _quantity(labels.get("nvidia.com/gpu.memory")),
         "family": labels.get("nvidia.com/gpu.family"),
-        "replicas": _int(labels.get("nvidia.com/gpu.replicas")),
+        "replicas": _quantity(labels.get("nvidia.com/gpu.replicas")),
         "sharing_strategy": labels.get("nvidia.com/gpu.sharing-strategy"),
         "driver_version": driver,
         "cuda_runtime_version": cuda,
         "mig": {
-            "capable": None if "nvidia.com/mig.capable" not in labels else _truthy(labels["nvidia.com/mig.capable"]),
+            "capable": None if "nvidia.com/mig.capable" not in labels else is_true(labels["nvidia.com/mig.capable"]),
             "strategy": labels.get("nvidia.com/mig.strategy"),
             "config": labels.get("nvidia.com/mig.config"),
             "config_state": labels.get("nvidia.com/mig.config.state"),
@@ -181,7 +183,7 @@ def _condition_list(conditions):
 
 def pod_summary(pod):
     """Phase, readiness, restarts and the latest termination/waiting reasons of one pod."""
-    meta = pod.get("metadata") or {}
+    meta = meta_of(pod)
     status = pod.get("status") or {}
     statuses = (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
     restarts = 0
@@ -279,17 +281,16 @@ def missing_operands(deploy, operands, required=ALL_REQUIRED):
 def node_view(node, operands=None, required=ALL_REQUIRED):
     """The per-node GPU view of one node dict (and its operand summaries from :func:`operands_by_node`);
     ``required``: the required operands the ClusterPolicy enables (:func:`required_operands`)."""
-    meta = node.get("metadata") or {}
     spec = node.get("spec") or {}
     status = node.get("status") or {}
-    labels = meta.get("labels") or {}
+    labels = labels_of(node)
     info = status.get("nodeInfo") or {}
     conditions = _conditions(status.get("conditions"))
     operands = operands or {}
     deploy = {k[len(DEPLOY_LABEL_PREFIX) :]: v for k, v in labels.items() if k.startswith(DEPLOY_LABEL_PREFIX)}
     missing = missing_operands(deploy, operands, required)
     return {
-        "name": meta.get("name"),
+        "name": name_of(node),
         "gpu": gpu_labels(labels),
         "capacity": _gpu_resources(status.get("capacity")),
         "allocatable": _gpu_resources(status.get("allocatable")),
@@ -300,7 +301,7 @@ def node_view(node, operands=None, required=ALL_REQUIRED):
         "ready": conditions.get("Ready", {}).get("status") == "True",
         "conditions": conditions,
         "upgrade_state": labels.get(UPGRADE_STATE_LABEL),
-        "upgrade_skip": _truthy(labels.get(UPGRADE_SKIP_LABEL)),
+        "upgrade_skip": is_true(labels.get(UPGRADE_SKIP_LABEL)),
         "deploy": deploy,
         "labels": {k: v for k, v in labels.items() if k.startswith("nvidia.com/") or "10de" in k},
         "kubelet_version": info.get("kubeletVersion"),
@@ -318,7 +319,7 @@ def node_view(node, operands=None, required=ALL_REQUIRED):
 
 
 def _cr_summary(obj):
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     status = obj.get("status") or {}
     return {
         "name": meta.get("name"),
@@ -334,7 +335,7 @@ def cluster_policy_in_use(policies):
     """The ClusterPolicy the operator acts on (raw dict: the first not ``ignored``, by name), or None."""
     if not policies:
         return None
-    return min(policies, key=lambda p: ((p.get("status") or {}).get("state") == "ignored", p["metadata"]["name"]))
+    return min(policies, key=lambda p: ((p.get("status") or {}).get("state") == "ignored", name_of(p)))
 
 
 def cluster_policy_view(policies):
@@ -434,8 +435,7 @@ def cluster_view(nodes, pods, cluster_policies=None, nvidia_drivers=None, gpu_no
     for node in nodes:
         if gpu_nodes_only and not is_gpu_node(node):
             continue
-        name = (node.get("metadata") or {}).get("name")
-        views.append(node_view(node, by_node.get(name), required))
+        views.append(node_view(node, by_node.get(name_of(node)), required))
     views.sort(key=lambda v: v["name"] or "")
     return {
         "nodes": {v["name"]: v for v in views},
