@@ -67,6 +67,27 @@ def report(hosts, cluster, raw_options):
     }
 
 
+def report_hosts(hostvars, names, node_name_var, pool_var, gpu_node_labels, gpu_node_taints):
+    """The ``hosts`` of :func:`report` from Ansible ``hostvars`` for the inventory hosts ``names``: node name and
+    pool from the variables named, the gathered facts, the labels and taints the GPU nodes carry (the host's own
+    ``gpu_baseline_gpu_node_labels`` / ``gpu_baseline_gpu_node_taints``, else the ones given) and the host's own
+    result (``gpu_baseline_host_result``)."""
+    out = {}
+    for name in names:
+        hv = hostvars[name]
+        facts = hv.get("ansible_facts") or {}
+        out[name] = {
+            "node_name": hv.get(node_name_var, name),
+            "pool": hv.get(pool_var),
+            "gpu_host": facts.get("gpu_host", {}),
+            "nvidia_gpu": facts.get("nvidia_gpu", {}),
+            "gpu_node_labels": hv.get("gpu_baseline_gpu_node_labels", gpu_node_labels),
+            "gpu_node_taints": hv.get("gpu_baseline_gpu_node_taints", gpu_node_taints),
+            "baseline": hv.get("gpu_baseline_host_result"),
+        }
+    return out
+
+
 def _host_row(name, h, opts):
     """One host's row before the cluster findings: its own baseline, or one computed from its facts."""
     if h.get("baseline"):
