@@ -67,6 +67,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, name_of  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.values import (  # noqa: E402
     MIG_CONFIG_LABEL,
     MIG_STATE_LABEL,
@@ -80,7 +81,7 @@ def mig_states(nodes, mig_configs):
     """Nodes (Kubernetes objects) against the wanted ``{node: config}``: ``success``, ``failed`` and ``pending``
     lists of node names (pending: a different config, no state yet, ``pending`` or ``rebooting``, or missing)."""
     out = {"success": [], "failed": [], "pending": []}
-    by_name = {(n.get("metadata") or {}).get("name"): (n.get("metadata") or {}).get("labels") or {} for n in nodes}
+    by_name = {name_of(n): labels_of(n) for n in nodes}
     for node, config in sorted((mig_configs or {}).items()):
         labels = by_name.get(node, {})
         state = labels.get(MIG_STATE_LABEL)

@@ -219,9 +219,11 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s i
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC, check_minimums
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import annotations_of, name_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.smoke import (
     DEFAULT_TOLERATIONS,
     MODES,
+    NODE_ANNOTATION,
     SmokeError,
     SmokeRun,
     pod_spec,
@@ -317,12 +319,12 @@ def execute_module(module, client=None):
         expected_output=expected or None,
         collect_logs=p["collect_logs"],
     )
-    names = [n["metadata"]["name"] for n in selected]
+    names = [name_of(n) for n in selected]
     if module.check_mode:
         planned = [
             {
-                "pod": pod["metadata"]["name"],
-                "node": pod["metadata"]["annotations"]["gpuops.io/smoke-test-node"],
+                "pod": name_of(pod),
+                "node": annotations_of(pod)[NODE_ANNOTATION],
                 "image": pod["spec"]["containers"][0]["image"],
                 "resources": pod["spec"]["containers"][0]["resources"]["limits"],
             }

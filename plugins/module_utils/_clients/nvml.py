@@ -3,8 +3,8 @@
 # Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
 # SPDX-License-Identifier: Apache-2.0
 
-# NOTE: THIS MODULE UTIL IS PRIVATE TO THE gpuops.gpu_operator COLLECTION. It may change incompatibly at any
-# time; do not use it from other collections.
+# This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
+# incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
 """NVML fact collection for nvidia_gpu_facts: library discovery, per-GPU queries, health verdicts."""
 

@@ -10,7 +10,7 @@
 
 * :func:`pod_spec` builds the pod (pure); :func:`select_nodes` picks the nodes (pure);
   :func:`classify` turns a pod (and its scheduling events) into a per-node result (pure).
-* :class:`SmokeRun` drives a run against a ``_k8s.K8sClient``: it sweeps leftovers of earlier runs
+* :class:`SmokeRun` drives a run against a ``_clients.k8s.K8sClient``: it sweeps leftovers of earlier runs
   (by label), creates at most ``concurrency`` pods at a time, watches them with one paginated LIST per
   poll (label selector of this run, never a GET per pod), reads each finished pod's log, deletes it, and in
   ``finally`` deletes whatever is left, so nothing of the run survives it.
@@ -31,15 +31,21 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import is_gpu_node
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import GPU_RESOURCE, is_gpu_node
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
+    annotations_of,
+    labels_of,
+    meta_of,
+    name_of,
+    to_int,
+)
 
 SMOKE_LABEL = "gpuops.io/smoke-test"
 RUN_LABEL = "gpuops.io/smoke-test-run"
 MANAGED_BY = ("app.kubernetes.io/managed-by", "gpuops.gpu_operator")
 NODE_ANNOTATION = "gpuops.io/smoke-test-node"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
-GPU_RESOURCE = "nvidia.com/gpu"
 
 #: What each mode runs and the text its log must contain. The vectoradd sample prints "Test PASSED" after it
 #: has added two vectors on the GPU; ``nvidia-smi -L`` prints one "GPU <index>: <name> (UUID: ...)" line per GPU.
@@ -91,10 +97,7 @@ def gpus_for(node, gpus, resource=GPU_RESOURCE):
     """
     if str(gpus).lower() == "all":
         alloc = ((node.get("status") or {}).get("allocatable") or {}).get(resource)
-        try:
-            return max(int(str(alloc)), 1)
-        except (TypeError, ValueError):
-            return 1
+        return max(to_int(alloc, default=1), 1)
     try:
         count = int(str(gpus))
     except ValueError:
@@ -119,9 +122,8 @@ def pod_spec(
     image_pull_secrets=None,
 ):
     """The smoke pod for ``node`` (a node dict as a LIST returns it)."""
-    meta = node.get("metadata") or {}
-    name = meta.get("name")
-    hostname = (meta.get("labels") or {}).get(HOSTNAME_LABEL) or name
+    name = name_of(node)
+    hostname = labels_of(node).get(HOSTNAME_LABEL) or name
     count = gpus_for(node, gpus, resource)
     pod_labels = dict(labels or {})
     pod_labels.update({SMOKE_LABEL: "true", RUN_LABEL: run_id, MANAGED_BY[0]: MANAGED_BY[1]})
@@ -169,10 +171,10 @@ def select_nodes(nodes, names=None, sample=None, percent=None, seed=None, gpu_no
     """The node dicts to test, sorted by name.
 
     ``names`` restricts to those nodes (a name that is not in ``nodes`` is an error); otherwise GPU nodes
-    (see ``_cluster_view.is_gpu_node``) when ``gpu_nodes_only``. Then ``sample`` (a count) or ``percent``
+    (see ``_clients.cluster_view.is_gpu_node``) when ``gpu_nodes_only``. Then ``sample`` (a count) or ``percent``
     (rounded up, at least one node) picks a random subset (``seed`` makes it repeatable).
     """
-    by_name = {(n.get("metadata") or {}).get("name"): n for n in nodes}
+    by_name = {name_of(n): n for n in nodes}
     if names:
         missing = sorted(set(names) - set(by_name))
         if missing:
@@ -195,7 +197,7 @@ def select_nodes(nodes, names=None, sample=None, percent=None, seed=None, gpu_no
             raise SmokeError("percent must be in (0, 100], got %s" % percent)
         want = min(len(chosen), max(1, -(-len(chosen) * int(percent * 100) // 10000)))
     if want is not None and want < len(chosen):
-        chosen = sorted(random.Random(seed).sample(chosen, want), key=lambda n: n["metadata"]["name"])
+        chosen = sorted(random.Random(seed).sample(chosen, want), key=name_of)
     return chosen
 
 
@@ -316,7 +318,7 @@ class SmokeRun:
 
     def sweep(self):
         """Delete smoke pods that an earlier, interrupted run left behind (any run id)."""
-        names = [p["metadata"]["name"] for p in self._list(sweep_selector())]
+        names = [name_of(p) for p in self._list(sweep_selector())]
         deleted = self._map(lambda name: self.client.delete_pod(self.namespace, name), names)
         self.swept = sorted(n for n, ok in zip(names, deleted) if ok)
         return self.swept
@@ -345,14 +347,14 @@ class SmokeRun:
                 del queue[: len(batch)]
                 started = self.clock()
                 for pod, created in zip(batch, self._map(lambda b: self.client.create_pod(self.namespace, b), batch)):
-                    in_flight[pod["metadata"]["name"]] = {
-                        "node": pod["metadata"]["annotations"][NODE_ANNOTATION],
+                    in_flight[name_of(pod)] = {
+                        "node": annotations_of(pod)[NODE_ANNOTATION],
                         "started": started,
-                        "uid": ((created or {}).get("metadata") or {}).get("uid"),
+                        "uid": meta_of(created).get("uid"),
                         "gpus": pod["spec"]["containers"][0]["resources"]["limits"],
                     }
                 self.sleep(self.poll_interval)
-                pods = {p["metadata"]["name"]: p for p in self._list(run_selector(self.run_id))}
+                pods = {name_of(p): p for p in self._list(run_selector(self.run_id))}
                 now = self.clock()
                 finished, expired = [], []
                 for name, info in in_flight.items():
@@ -378,7 +380,7 @@ class SmokeRun:
                         if pod is None:
                             results[info["node"]] = self._result(info, name, "failed", "the pod disappeared", now)
                             continue
-                        uid = (pod.get("metadata") or {}).get("uid")
+                        uid = meta_of(pod).get("uid")
                         status, reason, exit_code = classify(
                             pod, self.expected_output, timed_out=True, schedule_event=events.get(uid)
                         )
@@ -421,13 +423,13 @@ class SmokeRun:
         """Delete every pod of this run and wait (bounded) until they are gone; names left go to ``leftovers``."""
         try:
             remaining = self._list(run_selector(self.run_id))
-            live = [p["metadata"]["name"] for p in remaining if not (p.get("metadata") or {}).get("deletionTimestamp")]
+            live = [name_of(p) for p in remaining if not meta_of(p).get("deletionTimestamp")]
             self._map(lambda name: self.client.delete_pod(self.namespace, name), live)
             deadline = self.clock() + self.cleanup_timeout
             while remaining and self.clock() < deadline:
                 self.sleep(min(self.poll_interval, 1.0))
                 remaining = self._list(run_selector(self.run_id))
-            self.leftovers = sorted(p["metadata"]["name"] for p in remaining)
+            self.leftovers = sorted(name_of(p) for p in remaining)
         except Exception:  # noqa: BLE001 - the run's own error matters more; the next run's sweep catches these
             self.leftovers = ["(cleanup failed; the next run sweeps label %s)" % sweep_selector()]
         return self.leftovers

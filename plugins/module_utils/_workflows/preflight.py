@@ -21,7 +21,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
     UPGRADE_STATE_LABEL,
     is_gpu_node,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, name_of, namespace_of
 
 SECTIONS = ("version", "nodes", "nfd", "crds", "runtime_class", "namespace", "cluster_policy", "access")
 NFD_SELECTOR = "app.kubernetes.io/name=node-feature-discovery"
@@ -33,22 +33,12 @@ DISCOVERY = {
 }
 
 
-def _get_or_none(client, path, what):
-    try:
-        return client.get(path, what=what)
-    except K8sError as exc:
-        if exc.status == 404:
-            return None
-        raise
-
-
 def node_summary(node):
-    meta = node.get("metadata") or {}
     spec = node.get("spec") or {}
-    labels = meta.get("labels") or {}
+    labels = labels_of(node)
     info = (node.get("status") or {}).get("nodeInfo") or {}
     return {
-        "name": meta.get("name"),
+        "name": name_of(node),
         "gpu": is_gpu_node(node),
         "all_labels": labels,
         "taints": [
@@ -96,7 +86,7 @@ def gather(
     identity="automation",
     page_size=500,
 ):
-    """Every section asked for; ``client`` is a ``_k8s.K8sClient``, ``review`` posts one access review."""
+    """Every section asked for; ``client`` is a ``_clients.k8s.K8sClient``, ``review`` posts one access review."""
     out = {}
     if "version" in sections:
         out["kubernetes_version"] = client.version()
@@ -109,7 +99,7 @@ def gather(
         )
         out["nfd"] = {
             "daemonsets": sorted(
-                ({"namespace": d["metadata"].get("namespace"), "name": d["metadata"].get("name")} for d in items),
+                ({"namespace": namespace_of(d), "name": name_of(d)} for d in items),
                 key=lambda d: (d["namespace"], d["name"]),
             ),
             "labelled_nodes": sum(
@@ -121,18 +111,18 @@ def gather(
     if "crds" in sections:
         crds = {}
         for crd, (path, plural) in sorted(DISCOVERY.items()):
-            doc = _get_or_none(client, path, "discover %s" % path)
+            doc = client.get_or_none(path, what="discover %s" % path)
             crds[crd] = bool(doc) and any(r.get("name") == plural for r in doc.get("resources") or [])
         out["crds"] = crds
     if "runtime_class" in sections:
-        rc = _get_or_none(client, "/apis/node.k8s.io/v1/runtimeclasses/%s" % runtime_class, "read RuntimeClass")
+        rc = client.get_or_none("/apis/node.k8s.io/v1/runtimeclasses/%s" % runtime_class, what="read RuntimeClass")
         out["runtime_class"] = {"name": runtime_class, "exists": rc is not None, "handler": (rc or {}).get("handler")}
     if "namespace" in sections:
-        ns = _get_or_none(client, "/api/v1/namespaces/%s" % operator_namespace, "read namespace")
+        ns = client.get_or_none("/api/v1/namespaces/%s" % operator_namespace, what="read namespace")
         out["namespace"] = {
             "name": operator_namespace,
             "exists": ns is not None,
-            "labels": ((ns or {}).get("metadata") or {}).get("labels") or {},
+            "labels": labels_of(ns),
         }
     if "cluster_policy" in sections:
         policies = client.list_custom("nvidia.com", "v1", "clusterpolicies", page_size=page_size)
@@ -140,7 +130,7 @@ def gather(
         spec = (first or {}).get("spec") or {}
         out["cluster_policy"] = {
             "exists": first is not None,
-            "name": ((first or {}).get("metadata") or {}).get("name"),
+            "name": name_of(first),
             "dcgm_exporter_enabled": (spec.get("dcgmExporter") or {}).get("enabled"),
         }
     if "access" in sections:

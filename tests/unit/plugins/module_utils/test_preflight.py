@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sClient, K8sError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows import preflight as p
 
 
@@ -40,6 +40,8 @@ class StubClient:
         if path not in self.paths:
             raise K8sError("%s failed: HTTP 404" % what, 404)
         return self.paths[path]
+
+    get_or_none = K8sClient.get_or_none  # the real 404 -> None over the stub's get
 
     def list_all(self, path, label_selector=None, page_size=500, **kw):
         self.requests += 1
