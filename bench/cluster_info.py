@@ -9,7 +9,7 @@
 * typed models: the floor's LISTs through kubernetes.client.CoreV1Api (model deserialisation), to show why the
   module decodes raw JSON.
 
-All HTTP goes through the collection's _k8s.K8sClient (same TLS, keep-alive and retries), so the comparison
+All HTTP goes through the collection's _clients.k8s.K8sClient (same TLS, keep-alive and retries), so the comparison
 is the work, not the transport. Operand pods are seeded once in namespace gpu-operator (default 7 per node,
 bound by nodeName, as DaemonSets would place them) because the scale-1000 profile runs no operator.
 

@@ -7,7 +7,7 @@
   start-up), every node at once (concurrency 1000), poll 0.5 s, its default 4 request threads; it also reads
   every pod's log and waits until every pod is gone.
 
-Both go through the collection's _k8s.K8sClient as the least-privilege identity. Runs on the `scale-1000` test
+Both go through the collection's _clients.k8s.K8sClient as the least-privilege identity. Runs on the `scale-1000` test
 bed (1,000 GPU nodes; its `up` sets nvidia.com/gpu capacity since the profile runs no operator).
 
     .venv/bin/python bench/smoke_test.py [--state-dir DIR] [--repeat 2] [--nodes 1000]

@@ -217,7 +217,7 @@ def argspec():
 
 
 def gather(client, label_selector=None, operator_namespace="gpu-operator", page_size=2000):
-    """All LISTs the view needs, then the view itself. ``client`` is a ``_k8s.K8sClient``."""
+    """All LISTs the view needs, then the view itself. ``client`` is a ``_clients.k8s.K8sClient``."""
     version = client.version()
     nodes = client.list_core("nodes", label_selector=label_selector, page_size=page_size)
     pods = client.list_core("pods", namespace=operator_namespace, page_size=page_size)
