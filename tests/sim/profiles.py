@@ -60,6 +60,7 @@ class Profile:
     description: str
     operator: str
     pools: list[Pool]
+    operator_mode: str = "clusterpolicy"
     node_lease_duration_seconds: int = 40
     heartbeat_interval_seconds: int = 60
     node_monitor_grace_period_seconds: int = 120
@@ -130,7 +131,17 @@ POOL_KEYS = {
     "annotations",
     "taints",
 }
-TOP_KEYS = {"name", "description", "operator", "kwok", "controller_manager", "pools", "create_parallelism"}
+TOP_KEYS = {
+    "name",
+    "description",
+    "operator",
+    "operator_mode",
+    "kwok",
+    "controller_manager",
+    "pools",
+    "create_parallelism",
+}
+OPERATOR_MODES = ("clusterpolicy", "gpucluster")
 
 
 def parse(data, source: str = "") -> Profile:
@@ -138,11 +149,15 @@ def parse(data, source: str = "") -> Profile:
     operator = data.get("operator", "none")
     if operator not in ("none", "simulated"):
         raise ProfileError(f"profile: 'operator' must be 'none' or 'simulated', got {operator!r}")
+    mode = data.get("operator_mode", "clusterpolicy")
+    if mode not in OPERATOR_MODES:
+        raise ProfileError(f"profile: 'operator_mode' must be one of {', '.join(OPERATOR_MODES)}, got {mode!r}")
     prof = Profile(
         name=_str(data["name"], "name"),
         description=str(data.get("description", "")),
         operator=operator,
         pools=[],
+        operator_mode=mode,
         source=source,
     )
     kw = data.get("kwok") or {}
@@ -272,6 +287,8 @@ def node_manifest(pool: Pool, name: str, set_gpu_capacity: bool) -> dict:
                 "sim.gpuops.io/mig-capable": "true" if pool.gpu.mig_capable else "false",
             }
         )
+        if pool.nvml_profile:  # the devices the simulated DRA driver publishes for the node
+            annotations["sim.gpuops.io/nvml-profile"] = pool.nvml_profile
     annotations.update(pool.annotations)
     os_pretty = f"{pool.os_id} {pool.os_version_id}"
     return {

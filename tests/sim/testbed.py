@@ -870,4 +870,7 @@ def inventory(state_dir: Path | str = DEFAULT_STATE, profile: str | None = None)
     }
     if "chart_repo_url" in state.data:
         inv["all"]["vars"]["gpuops_chart_repo_url"] = state.data["chart_repo_url"]
+    if prof.operator_mode == "gpucluster":
+        # DRA through the operator's GPUCluster: the first stand-in chart that ships the GPUCluster CRD
+        inv["all"]["vars"].update({"gpuops_operator_mode": "gpucluster", "gpuops_operator_chart_version": "v26.7.1"})
     return yaml.safe_dump(inv, sort_keys=False)

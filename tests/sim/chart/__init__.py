@@ -1,10 +1,12 @@
-"""Stand-in `gpu-operator` Helm chart for the test bed, in three versions (v25.10.1, v26.3.3, v26.7.0).
+"""Stand-in `gpu-operator` Helm chart for the test bed, in four versions (v25.10.1, v26.3.3, v26.7.0, v26.7.1;
+v26.7.1 adds the GPUCluster CRD and CR and the draDriver values, for DRA through the operator).
 
 Project-written from shared/reference/gpu-operator.md; never NVIDIA's chart. Sources:
 - gpu-operator/<version>/Chart.yaml and values.yaml: per-version metadata, value keys and defaults;
 - gpu-operator/_common/templates/: templates shared by every version (version-specific bits are gated on
   values or .Chart.Version);
-- crds.py: the ClusterPolicy/NVIDIADriver CRD schemas, per version (fields are added between versions).
+- crds.py: the ClusterPolicy/NVIDIADriver (from v26.7.1 also GPUCluster) CRD schemas, per version (fields are
+  added between versions).
 
 `assemble(version, dest)` writes a complete chart directory; `build_repo(out_dir)` packages every version
 and writes index.yaml there (the test bed serves it over HTTP on loopback).

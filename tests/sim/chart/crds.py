@@ -7,13 +7,14 @@ upgrade (reference §8, §14 item 9). Fields added between versions, so CRD-upgr
 
 - v26.3.3: ClusterPolicy `spec.sandboxWorkloads.mode` (kubevirt|kata).
 - v26.7.0: NVIDIADriver `spec.default` and `spec.upgradePolicy`; the `Default` print column.
+- v26.7.1: the `GPUCluster` CRD (nvidia.com/v1alpha1, short name `gc`), the DRA resource-management model.
 """
 
 from __future__ import annotations
 
 import copy
 
-VERSIONS = ("v25.10.1", "v26.3.3", "v26.7.0")
+VERSIONS = ("v25.10.1", "v26.3.3", "v26.7.0", "v26.7.1")
 
 
 def _vkey(version: str) -> tuple[int, ...]:
@@ -308,9 +309,80 @@ def nvidiadriver_crd(chart_version: str) -> dict:
     )
 
 
+def gpucluster_schema() -> dict:
+    """GPUCluster: the DRA driver (gpus always, computeDomains switchable), DCGM, the DCGM exporter, host paths and
+    the common DaemonSet settings; status as ClusterPolicy's plus the `disabled` state."""
+    kubelet_plugin = obj(
+        {"env": ENV, "resources": FREE, "healthcheck": obj({"enabled": B, "port": {"type": "integer", "minimum": 1}})}
+    )
+    dra_driver = obj(
+        {
+            "repository": S,
+            "image": {"type": "string", "pattern": "^[a-zA-Z0-9\\-]+$"},
+            "version": S,
+            "imagePullPolicy": S,
+            "imagePullSecrets": arr(S),
+            "featureGates": {"type": "object", "additionalProperties": B},
+            "gpus": obj({"kubeletPlugin": kubelet_plugin}),
+            "computeDomains": obj(
+                {"enabled": B, "controller": obj({"env": ENV, "resources": FREE}), "kubeletPlugin": kubelet_plugin}
+            ),
+        }
+    )
+    daemonsets = obj(
+        {
+            "labels": STR_MAP,
+            "annotations": STR_MAP,
+            "priorityClassName": S,
+            "tolerations": arr(TOLERATION),
+            "updateStrategy": {"type": "string", "enum": ["RollingUpdate", "OnDelete"]},
+            "rollingUpdate": obj({"maxUnavailable": S}),
+        }
+    )
+    spec = obj(
+        {
+            "draDriver": dra_driver,
+            "dcgm": component(hostPort=INT),
+            "dcgmExporter": component(config=obj({"name": S})),
+            "hostPaths": obj({"rootFS": S, "driverInstallDir": S, "kubeletRootDir": S}),
+            "daemonsets": daemonsets,
+        },
+        required=["draDriver"],
+    )
+    status = obj(
+        {
+            "state": {"type": "string", "enum": ["ignored", "ready", "notReady", "disabled"]},
+            "namespace": S,
+            "conditions": CONDITIONS,
+        }
+    )
+    return obj({"apiVersion": S, "kind": S, "metadata": {"type": "object"}, "spec": spec, "status": status})
+
+
+def gpucluster_crd(chart_version: str) -> dict:
+    cols = [
+        {"name": "Status", "type": "string", "jsonPath": ".status.state"},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
+    return crd(
+        "nvidia.com",
+        "v1alpha1",
+        "GPUCluster",
+        "gpuclusters",
+        "gpucluster",
+        ["gc"],
+        gpucluster_schema(),
+        cols,
+        chart_version,
+    )
+
+
 def all_crds(chart_version: str) -> dict[str, dict]:
     """File name under crds/ → CRD object."""
-    return {
+    out = {
         "nvidia.com_clusterpolicies.yaml": clusterpolicy_crd(chart_version),
         "nvidia.com_nvidiadrivers.yaml": nvidiadriver_crd(chart_version),
     }
+    if _vkey(chart_version) >= (26, 7, 1):
+        out["nvidia.com_gpuclusters.yaml"] = gpucluster_crd(chart_version)
+    return out

@@ -49,17 +49,19 @@ def main(argv=None) -> int:
     ctl = Controller(api, namespace=args.namespace, period=args.period)
 
     def gpus():
-        cps = ctl.cps.snapshot()
-        if not cps:
+        # the operand namespace of the ClusterPolicy, else of the GPUCluster (both deploy the DCGM exporter)
+        owners = ctl.cps.snapshot() or ctl.dra.gcs.snapshot()
+        if not owners:
             return []
         import tests.sim.operator.logic as L
 
-        ns = L.annotations(cps[0]).get("meta.helm.sh/release-namespace") or args.namespace
+        ns = L.annotations(owners[0]).get("meta.helm.sh/release-namespace") or args.namespace
         return dcgm.gpus_from_cache(ctl.nodes.snapshot(), ctl._pods_by_node(ns))
 
     exporter = dcgm.Exporter(gpus, port=args.dcgm_port).start()
     state = Path(args.state_dir)
     state.mkdir(parents=True, exist_ok=True)
+    ctl.dra.kubelet.checkpoint_dir = state / "dra-plugin"  # the claims the DRA kubelet plugin prepared, per node
     (state / "dcgm-exporter.url").write_text(exporter.url + "\n")
     logging.getLogger("sim.operator").info("DCGM exporter stand-in on %s", exporter.url)
 

@@ -14,6 +14,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from . import logic as L
+from .dra import GpuClusterReconciler
 from .informer import Informer
 
 log = logging.getLogger("sim.operator")
@@ -84,7 +85,9 @@ class Controller:
             lambda **kw: self.custom.list_cluster_custom_object(GROUP, "v1alpha1", "nvidiadrivers", **kw),
             on,
         )
-        self.informers = [self.nodes, self.pods, self.dss, self.cps, self.nvds]
+        # GPUCluster mode (DRA): its own informers and pass, in tests/sim/operator/dra.py
+        self.dra = GpuClusterReconciler(self)
+        self.informers = [self.nodes, self.pods, self.dss, self.cps, self.nvds, *self.dra.informers]
 
     # ------------------------------------------------------------------------------------------ loop
     def run(self) -> None:
@@ -107,6 +110,7 @@ class Controller:
     def reconcile(self) -> None:
         self.passes += 1
         cps = sorted(self.cps.snapshot(), key=lambda o: o["metadata"].get("creationTimestamp", ""))
+        self.dra.reconcile(cps)
         if not cps:
             return
         cp = cps[0]

@@ -398,7 +398,7 @@ def test_chart_lints_and_renders(version, tmp_path):
     assert "podDeletion:" in out and "gpuPodDeletion" not in out
 
 
-def test_build_repo_indexes_three_versions(tmp_path):
+def test_build_repo_indexes_every_version(tmp_path):
     chart.build_repo(tmp_path)
     import yaml
 

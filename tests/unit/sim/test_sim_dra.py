@@ -1,0 +1,224 @@
+"""Unit specs of the simulated DRA driver (tests/sim/operator/dra_devices.py, dra_kubelet.py), the GPUCluster CRD
+and the stand-in chart's GPUCluster mode (no cluster)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+import yaml
+
+from tests.sim import chart, profiles
+from tests.sim.chart import crds
+from tests.sim.operator import dra_devices as D
+from tests.sim.operator import dra_kubelet as K
+from tests.sim.operator import logic as L
+
+
+def node(name="h100-0", profile="h100-sxm-8", faults=""):
+    ann = {D.ANN_NVML_PROFILE: profile} if profile else {}
+    ann.update({"sim.gpuops.io/gpu-product": "NVIDIA-H100-80GB-HBM3", "sim.gpuops.io/gpu-count": "2"})
+    if faults:
+        ann["sim.gpuops.io/fault"] = faults
+    return {"metadata": {"name": name, "uid": "u-" + name, "annotations": ann}}
+
+
+# ------------------------------------------------------------------------------------- devices from NVML
+
+
+def test_every_gpu_of_the_fixture_is_a_device_with_the_drivers_attributes():
+    fixture = D.load_fixture("h100-sxm-8")
+    devs = D.devices(fixture)
+    assert [d["name"] for d in devs] == [f"gpu-{i}" for i in range(8)]
+    attrs = devs[3]["attributes"]
+    assert attrs["type"] == {"string": "gpu"}
+    assert attrs["uuid"] == {"string": fixture["gpu.3.uuid"]}
+    assert attrs["productName"] == {"string": "NVIDIA H100 80GB HBM3"}
+    assert attrs["architecture"] == {"string": "Hopper"}
+    assert attrs["cudaComputeCapability"] == {"version": "9.0.0"}
+    assert attrs["driverVersion"] == {"version": "570.124.6"}  # NVML's 570.124.06 as semver
+    assert attrs["cudaDriverVersion"] == {"version": "12.8.0"}
+    assert attrs["index"] == {"int": 3} and attrs["minor"] == {"int": 3}
+    assert attrs["resource.kubernetes.io/pciBusID"] == {"string": "0000:5d:00.0"}
+    assert devs[3]["capacity"] == {"memory": {"value": "85520809984"}}
+
+
+def test_a_mig_enabled_gpu_publishes_its_mig_devices_instead_of_itself():
+    fixture = D.load_fixture("a100-mig-8")
+    devs = D.devices(fixture)
+    migs = [d for d in devs if d["attributes"]["type"]["string"] == "mig"]
+    gpus = [d["name"] for d in devs if d["attributes"]["type"]["string"] == "gpu"]
+    assert len(migs) == 6 * 7 and gpus == ["gpu-6", "gpu-7"]  # GPU 6 has MIG only pending, GPU 7 off
+    assert len(devs) == D.nvml_device_count(fixture) == 44
+    first = migs[0]
+    assert first["name"] == "gpu-0-mig-0-0-1"
+    assert first["attributes"]["profile"] == {"string": "1g.10gb"}
+    assert first["attributes"]["parentUUID"] == {"string": fixture["gpu.0.uuid"]}
+    assert first["attributes"]["uuid"] == {"string": "MIG-0a100000-0000-4000-8000-000000000000-0"}
+    assert first["capacity"]["memorySlice0"] == {"value": "1"} and "memorySlice1" not in first["capacity"]
+    assert migs[6]["name"] == "gpu-0-mig-0-6-1"
+
+
+def test_a_node_without_nvml_fixture_gets_devices_from_its_gpu_annotations():
+    devs = D.node_devices(node(profile=None))
+    assert [d["name"] for d in devs] == ["gpu-0", "gpu-1"]
+    assert devs[1]["attributes"]["uuid"]["string"].startswith("GPU-")
+
+
+@pytest.mark.parametrize(
+    "raw, want", [("570.124.06", "570.124.6"), ("550.127.05", "550.127.5"), ("595.91", "595.91.0"), (580, "580.0.0")]
+)
+def test_versions_are_published_as_semver(raw, want):
+    assert D.semver(raw) == want
+
+
+# ------------------------------------------------------------------------------------- slices and faults
+
+
+def slices(faults="", current=None):
+    n = node(faults=faults)
+    return D.desired_slices("h100-0", D.node_devices(n), L.faults(n), current)
+
+
+def test_a_healthy_node_has_one_slice_in_a_pool_named_after_it():
+    (name, spec), *rest = slices().items()
+    assert not rest and name == "h100-0-gpu.nvidia.com"
+    assert spec["driver"] == "gpu.nvidia.com" and spec["nodeName"] == "h100-0"
+    assert spec["pool"] == {"name": "h100-0", "resourceSliceCount": 1, "generation": 1}
+    assert len(spec["devices"]) == 8
+
+
+def test_the_generation_is_kept_while_the_content_is_unchanged_and_bumped_when_it_changes():
+    spec = slices()["h100-0-gpu.nvidia.com"]
+    published = D.slice_body("h100-0-gpu.nvidia.com", {**spec, "pool": {**spec["pool"], "generation": 4}}, node())
+    assert slices(current=published)["h100-0-gpu.nvidia.com"]["pool"]["generation"] == 4
+    assert slices("dra-fewer-devices", current=published)["h100-0-gpu.nvidia.com"]["pool"]["generation"] == 5
+
+
+def test_dra_faults_change_what_the_node_publishes():
+    assert slices("dra-slice-missing") == {}
+    assert len(slices("dra-fewer-devices")["h100-0-gpu.nvidia.com"]["devices"]) == 7
+    tainted = slices("dra-device-taint")["h100-0-gpu.nvidia.com"]["devices"]
+    assert tainted[0]["taints"] == [D.TAINT] and "taints" not in tainted[1]
+    stale = slices("dra-stale-generation")
+    current, old = stale["h100-0-gpu.nvidia.com"]["pool"], stale["h100-0-gpu.nvidia.com-stale"]["pool"]
+    assert current["resourceSliceCount"] == 2 and old["generation"] == current["generation"] - 1
+
+
+def test_a_slice_is_owned_by_its_node():
+    body = D.slice_body("h100-0-gpu.nvidia.com", slices()["h100-0-gpu.nvidia.com"], node())
+    assert body["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Node", "name": "h100-0", "uid": "u-h100-0"}
+    ]
+
+
+def test_device_classes_select_the_drivers_gpu_and_mig_devices():
+    gpu = D.device_class("gpu.nvidia.com", "gpu")["spec"]["selectors"][0]["cel"]["expression"]
+    assert gpu == "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
+    assert "type == 'mig'" in D.device_class("mig.nvidia.com", "mig")["spec"]["selectors"][0]["cel"]["expression"]
+
+
+# ------------------------------------------------------------------------------------- GPUCluster status
+
+
+def test_gpucluster_status_as_the_operator_writes_it():
+    assert D.gpucluster_state("cluster-policy", {})[:2] == ("notReady", "PrerequisiteNotMet")
+    assert '"cluster-policy" exists' in D.gpucluster_state("cluster-policy", {})[2]
+    state, reason, msg = D.gpucluster_state(None, {"state-dra-driver": (3, 2), "state-dcgm-exporter": (3, 3)})
+    assert (state, reason) == ("notReady", "OperandNotReady")
+    assert msg == "Waiting for operand pods to be ready; states not ready: [state-dra-driver]"
+    assert D.gpucluster_state(None, {"state-dra-driver": (3, 3)}) == (
+        "ready",
+        "Reconciled",
+        "All resources have been successfully reconciled",
+    )
+
+
+# ------------------------------------------------------------------------------------- the node side
+
+
+def pod(claims, statuses=None, uid="p1"):
+    return {
+        "metadata": {"name": "p", "namespace": "ns", "uid": uid},
+        "spec": {"nodeName": "h100-0", "resourceClaims": claims, "containers": [{"name": "c"}]},
+        "status": {"phase": "Pending", "resourceClaimStatuses": statuses or []},
+    }
+
+
+def claim(name, allocated=True, reserved_for="p1"):
+    status = {"reservedFor": [{"resource": "pods", "name": "p", "uid": reserved_for}]} if reserved_for else {}
+    if allocated:
+        status["allocation"] = {
+            "devices": {"results": [{"driver": "gpu.nvidia.com", "pool": "h100-0", "device": "gpu-0"}]}
+        }
+    return {"metadata": {"name": name, "namespace": "ns", "uid": "c-" + name}, "status": status}
+
+
+def test_the_kubelet_waits_until_every_claim_is_created_allocated_and_reserved_for_the_pod():
+    from_template = [{"name": "gpu", "resourceClaimTemplateName": "t"}]
+    assert K.pod_claims(pod(from_template), {}) is None  # claim not created yet
+    created = [{"name": "gpu", "resourceClaimName": "p-gpu-x"}]
+    assert K.pod_claims(pod(from_template, created), {"ns/p-gpu-x": claim("p-gpu-x", allocated=False)}) is None
+    assert K.pod_claims(pod(from_template, created), {"ns/p-gpu-x": claim("p-gpu-x", reserved_for="other")}) is None
+    ready = K.pod_claims(pod(from_template, created), {"ns/p-gpu-x": claim("p-gpu-x")})
+    assert [c["metadata"]["name"] for c in ready] == ["p-gpu-x"]
+
+
+def test_a_claim_named_in_the_pod_spec_is_used_directly():
+    mine = K.pod_claims(pod([{"name": "gpu", "resourceClaimName": "shared"}]), {"ns/shared": claim("shared")})
+    assert [c["metadata"]["name"] for c in mine] == ["shared"]
+
+
+# ------------------------------------------------------------------------------------- CRD, chart, profiles
+
+
+def test_the_gpucluster_crd_ships_from_v26_7_1_only():
+    assert "nvidia.com_gpuclusters.yaml" not in crds.all_crds("v26.7.0")
+    doc = crds.all_crds("v26.7.1")["nvidia.com_gpuclusters.yaml"]
+    assert doc["metadata"]["name"] == "gpuclusters.nvidia.com" and doc["spec"]["scope"] == "Cluster"
+    version = doc["spec"]["versions"][0]
+    assert version["name"] == "v1alpha1" and doc["spec"]["names"]["shortNames"] == ["gc"]
+    status = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]
+    assert status["state"]["enum"] == ["ignored", "ready", "notReady", "disabled"]
+
+
+def render(version, tmp_path, *sets):
+    helm = chart.helm_binary()
+    src = chart.assemble(version, tmp_path)
+    argv = [helm, "template", "gpu-operator", str(src), "-n", "gpu-operator"]
+    argv += [x for s in sets for x in ("--set", s)]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def test_gpucluster_mode_renders_the_gpucluster_and_no_cluster_policy(tmp_path):
+    docs = render("v26.7.1", tmp_path, "clusterPolicy.deployCR=false", "gpuCluster.deployCR=true")
+    kinds = {d["kind"] for d in docs}
+    assert "ClusterPolicy" not in kinds
+    (gc,) = [d for d in docs if d["kind"] == "GPUCluster"]
+    assert gc["metadata"]["name"] == "gpu-cluster"
+    assert gc["spec"]["draDriver"]["version"] == "v0.5.0"
+    assert gc["spec"]["draDriver"]["repository"] == "registry.k8s.io/dra-driver-nvidia"
+    assert gc["spec"]["dcgmExporter"]["enabled"] is True
+
+
+def test_the_default_install_of_v26_7_1_and_older_versions_render_no_gpucluster(tmp_path):
+    assert "GPUCluster" not in {d["kind"] for d in render("v26.7.1", tmp_path / "a")}
+    assert "GPUCluster" not in {d["kind"] for d in render("v26.7.0", tmp_path / "b", "gpuCluster.deployCR=true")}
+
+
+def test_dra_profiles_run_the_operator_in_gpucluster_mode():
+    for name in ("ci-dra", "demo-dra"):
+        prof = profiles.load(name)
+        assert prof.operator == "simulated" and prof.operator_mode == "gpucluster"
+        mig = [p for p in prof.gpu_pools() if p.nvml_profile == "a100-mig-8"]
+        assert mig and any(p.nvml_profile == "h100-sxm-8" for p in prof.gpu_pools())
+    assert profiles.load("demo").operator_mode == "clusterpolicy"
+    with pytest.raises(profiles.ProfileError, match="operator_mode"):
+        profiles.parse({"name": "x", "operator_mode": "dra", "pools": [{"name": "g", "count": 1}]})
+
+
+def test_gpu_nodes_name_their_nvml_fixture():
+    pool = next(p for p in profiles.load("ci-dra").gpu_pools() if p.name == "a100")
+    ann = profiles.node_manifest(pool, "a100-0", set_gpu_capacity=False)["metadata"]["annotations"]
+    assert ann[D.ANN_NVML_PROFILE] == "a100-mig-8"
