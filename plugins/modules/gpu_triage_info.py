@@ -14,12 +14,12 @@ short_description: Why a GPU pod is Pending or failing, layer by layer, with evi
 description:
   - Diagnoses one pod (O(pod)), every Pending, Failed or crash-looping GPU pod of a namespace (O(namespace) alone),
     or one node (O(node)), walking the layers in order - C(driver) (node Ready, GPUs present, driver pod state with
-    the reason and message of its last termination and the tail of its log), C(toolkit_validator) (container
-    toolkit, the C(nvidia) runtime, the operator validator), C(device_plugin) (device plugin pod; capacity,
+    the reason and message of its last termination and the tail of its log), C(toolkit) (container
+    toolkit, the C(nvidia) runtime, the operator validator), C(device-plugin) (device plugin pod; capacity,
     allocatable and requested GPUs), C(scheduling) (the kube-scheduler's C(FailedScheduling) event parsed per
     reason and checked against every node in the scheduler's filter order - cordon, untolerated taint with its key,
-    node selector or affinity, C(nvidia.com/gpu) and C(nvidia.com/mig-*) resources), C(quota_limits) (ResourceQuota
-    on C(requests.nvidia.com/gpu), LimitRange), C(priority_preemption) (PriorityClass, preemption policy, possible
+    node selector or affinity, C(nvidia.com/gpu) and C(nvidia.com/mig-*) resources), C(quota) (ResourceQuota
+    on C(requests.nvidia.com/gpu), LimitRange), C(preemption) (PriorityClass, preemption policy, possible
     victims) and C(queue) (scheduling gates; Kueue LocalQueue, ClusterQueue and Workload; Volcano PodGroup and
     Queue - only when their API groups are served).
   - Returns the first failing layer, every finding with its evidence and a fix, and a short human summary.
@@ -129,8 +129,8 @@ target:
 first_failing_layer:
   description:
     - The first layer, in walk order, with an C(error) finding; null when nothing blocks.
-    - One of V(driver), V(toolkit_validator), V(device_plugin), V(scheduling), V(quota_limits),
-      V(priority_preemption), V(queue).
+    - One of V(driver), V(toolkit), V(device-plugin), V(scheduling), V(quota), V(preemption), V(queue) - the layer
+      names of the C(gpuops.gpu_operator.gpu_validate) role and the other reports.
   returned: always
   type: str
   sample: driver
@@ -142,7 +142,7 @@ layers:
   returned: always
   type: list
   elements: dict
-  sample: [{name: driver, status: failed, findings: 1}, {name: toolkit_validator, status: ok, findings: 0}]
+  sample: [{name: driver, status: failed, findings: 1}, {name: toolkit, status: ok, findings: 0}]
 findings:
   description:
     - Every finding, ordered by layer, then severity (V(error), V(warning), V(info)), then the walk's order.

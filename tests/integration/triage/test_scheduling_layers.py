@@ -125,7 +125,7 @@ def test_a_job_over_the_namespace_gpu_quota(nodes, kube, triage):
 
     result = triage(namespace=ns)
 
-    assert result["first_failing_layer"] == "quota_limits"
+    assert result["first_failing_layer"] == "quota"
     (quota,) = blocking(result)
     assert quota["reason"] == "QuotaExceeded" and quota["evidence"]["quota"] == "gpu-quota"
     assert quota["evidence"]["limited"] == "requests.nvidia.com/gpu=1"
@@ -148,7 +148,7 @@ def test_a_job_over_the_limit_range(nodes, kube, triage):
     result = triage(namespace=ns)
 
     (limit,) = blocking(result)
-    assert (limit["layer"], limit["reason"]) == ("quota_limits", "LimitRangeViolation")
+    assert (limit["layer"], limit["reason"]) == ("quota", "LimitRangeViolation")
     # the API server defaults the limit and request to the max; all three are evidence
     assert result["limit_ranges"] == [
         {
@@ -173,7 +173,7 @@ def test_preemption_cannot_help_below_a_higher_priority_gpu_pod(nodes, kube, tri
 
     result = triage(pod="%s/train" % ns)
 
-    preemption = next(f for f in result["findings"] if f["layer"] == "priority_preemption")
+    preemption = next(f for f in result["findings"] if f["layer"] == "preemption")
     assert preemption["reason"] == "PreemptionNotPossible" and preemption["nodes"] == [big]
     assert preemption["evidence"]["blocking_gpu_pods"] == [
         {"pod": "%s/filler" % ns, "node": big, "priority": 100000, "gpus": {"nvidia.com/gpu": 8}}
@@ -196,7 +196,7 @@ def test_preemption_policy_never_keeps_a_high_priority_pod_waiting(nodes, kube, 
 
     result = triage(pod="%s/train" % ns)
 
-    disabled = next(f for f in blocking(result) if f["layer"] == "priority_preemption")
+    disabled = next(f for f in blocking(result) if f["layer"] == "preemption")
     assert disabled["reason"] == "PreemptionDisabled"
     assert disabled["evidence"]["lower_priority_gpu_pods"][0]["pod"] == "%s/filler" % ns
 

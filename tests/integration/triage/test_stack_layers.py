@@ -85,12 +85,12 @@ def test_no_nvidia_runtime_is_the_toolkit_layer(broken, kube, triage):
 
     result = triage(pod="%s/train" % ns)
 
-    assert result["first_failing_layer"] == "toolkit_validator"
+    assert result["first_failing_layer"] == "toolkit"
     runtime = result["findings"][0]
     assert runtime["reason"] == "RuntimeNotConfigured" and runtime["nodes"] == [node]
     assert any('no runtime for "nvidia" is configured' in e["message"] for e in runtime["evidence"]["events"])
     assert "CONTAINERD_CONFIG" in runtime["fix"]
-    assert ("device_plugin", "DevicePluginNotReady") in errors(result)
+    assert ("device-plugin", "DevicePluginNotReady") in errors(result)
 
 
 def test_a_device_plugin_that_advertises_nothing(gpu_operator, broken, kube, triage):
@@ -99,8 +99,8 @@ def test_a_device_plugin_that_advertises_nothing(gpu_operator, broken, kube, tri
 
     result = triage(pod="%s/train" % ns)
 
-    assert result["first_failing_layer"] == "device_plugin"
-    assert errors(result)[0] == ("device_plugin", "DevicePluginNotAdvertising")
+    assert result["first_failing_layer"] == "device-plugin"
+    assert errors(result)[0] == ("device-plugin", "DevicePluginNotAdvertising")
     plugin = result["findings"][0]
     assert plugin["evidence"]["device_plugin_ready"] is True
     assert plugin["evidence"]["gpu_count_label"] == gpu_operator.gpu_nodes[node].count
@@ -120,7 +120,7 @@ def test_a_failing_validator_is_reported_for_the_node(gpu_operator, broken, tria
 
     result = triage(node=node)
 
-    assert result["first_failing_layer"] == "toolkit_validator"
+    assert result["first_failing_layer"] == "toolkit"
     validator = result["findings"][0]
     assert validator["reason"] == "ValidatorFailing"
     assert "NVIDIA-SMI has failed" in validator["message"]
@@ -136,7 +136,7 @@ def test_an_xid_79_gpu_is_an_unhealthy_gpu_warning_with_the_node_event(gpu_opera
     result = triage(node=node)
 
     assert result["first_failing_layer"] is None  # the other GPUs still work
-    (unhealthy,) = [f for f in result["findings"] if f["layer"] == "device_plugin"]
+    (unhealthy,) = [f for f in result["findings"] if f["layer"] == "device-plugin"]
     assert (unhealthy["reason"], unhealthy["severity"]) == ("UnhealthyGPUs", "warning")
     assert "advertises %d of %d GPUs" % (count - 1, count) in unhealthy["message"]
     wait_for(lambda: triage(node=node)["findings"][0]["evidence"]["events"], 30, what="Xid node event in evidence")

@@ -13,16 +13,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers import in_layer_order
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
 
-LAYERS = (
-    "driver",
-    "toolkit_validator",
-    "device_plugin",
-    "scheduling",
-    "quota_limits",
-    "priority_preemption",
-    "queue",
-)
+#: Triage's layers, in the walk's order (the shared vocabulary of ``_core.layers``).
+LAYERS = in_layer_order(("driver", "toolkit", "device-plugin", "scheduling", "quota", "preemption", "queue"))
+#: The layers checked on a node (and for every pod on the nodes it could use).
+NODE_LAYERS = LAYERS[:3]
 SEVERITIES = ("error", "warning", "info")
 DEFAULT_SCHEDULER = "default-scheduler"
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -33,37 +30,24 @@ CRASH_REASONS = ("CrashLoopBackOff", "Error", "RunContainerError", "CreateContai
 IMAGE_REASONS = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName")
 NO_RUNTIME = 'no runtime for "nvidia"'
 
-#: Driver termination messages -> (what it means, the fix). First match wins.
 # --------------------------------------------------------------------------------------------------
 # Small helpers
 
 
-def _meta(obj):
-    return obj.get("metadata") or {}
-
-
-def _name(obj):
-    return _meta(obj).get("name")
-
-
-def _key(obj):
-    return "%s/%s" % (_meta(obj).get("namespace"), _meta(obj).get("name"))
-
-
-def _int(value, default=0):
-    try:
-        return int(str(value))
-    except (TypeError, ValueError):
-        return default
-
-
-def _tail(text, lines):
+def tail_lines(text, lines):
+    """The last ``lines`` lines of ``text``, each cut at 500 characters."""
     if not text:
         return []
     return [line[:500] for line in text.splitlines()[-lines:]]
 
 
+def named(objs, name):
+    """The object called ``name`` among ``objs``, or None."""
+    return next((o for o in objs or [] if name_of(o) == name), None)
+
+
 def finding(layer, reason, severity, message, fix=None, evidence=None, nodes=(), pods=()):
+    """One finding: ``layer`` (one of :data:`LAYERS`), a stable ``reason`` code, ``severity``, text and evidence."""
     return {
         "layer": layer,
         "reason": reason,
@@ -76,15 +60,29 @@ def finding(layer, reason, severity, message, fix=None, evidence=None, nodes=(),
     }
 
 
-def _fmt_res(requests):
+def format_requests(requests):
+    """GPU requests as ``resource=amount, ...`` (``no GPUs`` when empty)."""
     return ", ".join("%s=%s" % (k, v) for k, v in sorted(requests.items())) or "no GPUs"
 
 
-def _taint_text(taint):
+def taint_text(taint):
+    """A taint as ``kubectl taint`` writes it: ``key[=value]:effect``."""
     return "%s%s:%s" % (taint.get("key"), "=%s" % taint["value"] if taint.get("value") else "", taint.get("effect"))
 
 
-def _event_evidence(event):
+def last_seen(event):
+    """When ``event`` was last seen (events.k8s.io series, core lastTimestamp, eventTime, firstTimestamp)."""
+    series = event.get("series") or {}
+    return (
+        series.get("lastObservedTime")
+        or event.get("lastTimestamp")
+        or event.get("eventTime")
+        or event.get("firstTimestamp")
+    )
+
+
+def event_evidence(event):
+    """The evidence of one event: reason, message, count, when last seen and the object it is about."""
     if not event:
         return None
     series = event.get("series") or {}
@@ -92,10 +90,7 @@ def _event_evidence(event):
         "reason": event.get("reason"),
         "message": event.get("message") or event.get("note"),
         "count": series.get("count") or event.get("count") or 1,
-        "last_seen": series.get("lastObservedTime")
-        or event.get("lastTimestamp")
-        or event.get("eventTime")
-        or event.get("firstTimestamp"),
+        "last_seen": last_seen(event),
         "object": "%s/%s"
         % ((event.get("involvedObject") or {}).get("kind"), (event.get("involvedObject") or {}).get("name")),
     }

@@ -12,15 +12,15 @@ The walk, in order (:data:`LAYERS`):
 
 1. ``driver``: the node is Ready, its GPUs are present, the driver pod is Ready (CrashLoopBackOff with the
    reason and message of its last termination and the tail of its log);
-2. ``toolkit_validator``: the container toolkit pod, the ``nvidia`` runtime (``FailedCreatePodSandBox``), the
+2. ``toolkit``: the container toolkit pod, the ``nvidia`` runtime (``FailedCreatePodSandBox``), the
    operator validator;
-3. ``device_plugin``: the device plugin pod and what the node advertises (capacity, allocatable, requested);
+3. ``device-plugin``: the device plugin pod and what the node advertises (capacity, allocatable, requested);
 4. ``scheduling``: the kube-scheduler's ``FailedScheduling`` event parsed per reason, checked against our own
    evaluation of every node in the scheduler's filter order (cordon, untolerated taint with its key, node
    selector/affinity, then GPU and MIG resources);
-5. ``quota_limits``: ResourceQuota on ``requests.nvidia.com/gpu`` and LimitRange, from the namespace's
+5. ``quota``: ResourceQuota on ``requests.nvidia.com/gpu`` and LimitRange, from the namespace's
    ``FailedCreate`` events (a rejected pod never exists) and the quota's used/hard;
-6. ``priority_preemption``: the pod's PriorityClass, preemption policy, and whether lower-priority GPU pods
+6. ``preemption``: the pod's PriorityClass, preemption policy, and whether lower-priority GPU pods
    exist that could be preempted;
 7. ``queue``: scheduling gates, Kueue (LocalQueue, ClusterQueue, Workload) and Volcano (PodGroup, Queue),
    only when their API groups are served.
@@ -41,34 +41,34 @@ except ImportError:  # pragma: no cover - Python 2 is not supported
     from urllib import quote  # type: ignore
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of, namespace_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.admission import (
+    create_failures,
+    limit_range_evidence,
+    quota_pressure,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
     CRASH_REASONS,
     DEFAULT_SCHEDULER,
     IMAGE_REASONS,
     KUEUE_GROUP,
     LAYERS,
+    NODE_LAYERS,
     SEVERITIES,
     VOLCANO_GROUP,
     Snapshot,
-    _fmt_res,
-    _meta,
-    _name,
-    _taint_text,
     finding,
+    format_requests,
+    taint_text,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.pod import (
-    PodDiagnosis,
-    create_failures,
-    limit_range_evidence,
-    quota_pressure,
-)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.pod import PodDiagnosis
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.sched import (
     is_terminal,
     pod_requests,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.stack import (
     NodeStack,
-    _container_failure,
+    container_failure,
 )
 
 # --------------------------------------------------------------------------------------------------
@@ -128,7 +128,7 @@ def _summary_lines(target, pods, findings, first):
         else (target["name"] or target["namespace"], "")
     )
     if target["kind"] == "pod" and pods and pods[0]["phase"]:
-        subject += " (%s, %s)" % (pods[0]["phase"], _fmt_res(pods[0]["gpu_requests"]))
+        subject += " (%s, %s)" % (pods[0]["phase"], format_requests(pods[0]["gpu_requests"]))
     lines.append("%s: %s" % (subject, "first failing layer: %s" % first if first else "no blocking problem found"))
     for pod in pods:
         if target["kind"] != "pod":
@@ -138,7 +138,7 @@ def _summary_lines(target, pods, findings, first):
                     pod["namespace"],
                     pod["name"],
                     pod["phase"],
-                    _fmt_res(pod["gpu_requests"]),
+                    format_requests(pod["gpu_requests"]),
                     pod["first_failing_layer"] or "ok",
                 )
             )
@@ -172,7 +172,7 @@ def diagnose(snap, target):
     """The triage result for ``target`` (``{"kind": "pod"|"namespace"|"node", "namespace", "name"}``)."""
     stack = NodeStack(snap)
     findings, pods, examined = [], [], set()
-    applicable = {"driver", "toolkit_validator", "device_plugin"}
+    applicable = set(NODE_LAYERS)
     if target["kind"] == "node":
         name = target["name"]
         findings.extend(stack.findings(name))
@@ -197,14 +197,14 @@ def diagnose(snap, target):
                     "NodeTaints",
                     "info",
                     "node %s has taints %s: pods must tolerate them"
-                    % (name, ", ".join(_taint_text(t) for t in gpu_taints)),
+                    % (name, ", ".join(taint_text(t) for t in gpu_taints)),
                     None,
                     {"taints": gpu_taints},
                     nodes=[name],
                 )
             )
     else:
-        applicable |= {"scheduling", "quota_limits", "priority_preemption"}
+        applicable |= {"scheduling", "quota", "preemption"}
         if snap.kueue is not None or snap.volcano is not None:
             applicable.add("queue")
         for pod in snap.targets:
@@ -215,8 +215,8 @@ def diagnose(snap, target):
             mine = _merge(diag.findings)
             pods.append(
                 {
-                    "namespace": _meta(pod).get("namespace"),
-                    "name": _name(pod),
+                    "namespace": namespace_of(pod),
+                    "name": name_of(pod),
                     "phase": diag.status.get("phase"),
                     "node": diag.spec.get("nodeName"),
                     "gpu_requests": diag.requests,
@@ -224,7 +224,7 @@ def diagnose(snap, target):
                     "priority_class": diag.spec.get("priorityClassName"),
                     "priority": diag.spec.get("priority") or 0,
                     "scheduling_gates": [g.get("name") for g in diag.spec.get("schedulingGates") or []],
-                    "scheduler_event": getattr(diag, "parsed", None),
+                    "scheduler_event": diag.parsed,
                     "first_failing_layer": first_failing(mine),
                     "findings": mine,
                 }
@@ -239,11 +239,11 @@ def diagnose(snap, target):
                     "scheduling",
                     "PodNotFound",
                     "error"
-                    if not any(f["layer"] == "quota_limits" and f["severity"] == "error" for f in findings)
+                    if not any(f["layer"] == "quota" and f["severity"] == "error" for f in findings)
                     else "info",
                     "pod %s/%s does not exist" % (target["namespace"], target["name"]),
                     "Check the name; a pod rejected at creation (quota, LimitRange) never exists: see the "
-                    "quota_limits findings and the owner's FailedCreate events.",
+                    "quota findings and the owner's FailedCreate events.",
                 )
             )
     merged = _merge(findings)
@@ -413,7 +413,7 @@ class Triage:
             for component in ("driver", "operator-validator"):
                 summary = components.get(component)
                 if summary and not summary["ready"] and summary["phase"] != "Succeeded":
-                    failure = _container_failure(stack.raw_pods.get(summary["name"]) or {}) or {}
+                    failure = container_failure(stack.raw_pods.get(summary["name"]) or {}) or {}
                     picked.append((summary["name"], failure.get("container")))
         for pod_name, container in picked[: self.max_logs]:
             snap.logs[pod_name] = self._log(pod_name, container)

@@ -24,6 +24,13 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
     GPU_RESOURCE,
     MIG_RESOURCE_PREFIX,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
+    labels_of,
+    meta_of,
+    name_of,
+    to_int,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import last_seen
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -37,14 +44,8 @@ _TAINT_RE = re.compile(r"untolerated taint\(?s?\)?\s*\{([^:}]*):\s*([^}]*)\}")
 
 
 def is_gpu_resource(name):
+    """True for ``nvidia.com/gpu`` and the ``nvidia.com/mig-*`` resources."""
     return name == GPU_RESOURCE or str(name).startswith(MIG_RESOURCE_PREFIX)
-
-
-def _int(value):
-    try:
-        return int(str(value))
-    except (TypeError, ValueError):
-        return 0
 
 
 def container_gpu_requests(container):
@@ -54,7 +55,7 @@ def container_gpu_requests(container):
     for source in (res.get("limits") or {}, res.get("requests") or {}):
         for key, value in source.items():
             if is_gpu_resource(key):
-                out[key] = _int(value)
+                out[key] = to_int(value)
     return out
 
 
@@ -72,6 +73,7 @@ def pod_requests(pod):
 
 
 def is_terminal(pod):
+    """True for a pod that has Succeeded or Failed."""
     return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
 
 
@@ -144,9 +146,8 @@ def selector_mismatches(pod, node):
     Each entry is ``{"source": "nodeSelector"|"nodeAffinity", "key", "wanted", "node_value"}``.
     """
     spec = pod.get("spec") or {}
-    meta = node.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    name = meta.get("name")
+    labels = labels_of(node)
+    name = name_of(node)
     out = []
     for key, wanted in (spec.get("nodeSelector") or {}).items():
         if labels.get(key) != wanted:
@@ -183,7 +184,7 @@ def selector_mismatches(pod, node):
 def free_resources(node, requested):
     """``{resource: allocatable - requested}`` for every GPU/MIG resource the node advertises."""
     alloc = (node.get("status") or {}).get("allocatable") or {}
-    return {k: _int(v) - requested.get(k, 0) for k, v in alloc.items() if is_gpu_resource(k)}
+    return {k: to_int(v) - requested.get(k, 0) for k, v in alloc.items() if is_gpu_resource(k)}
 
 
 def first_failing_filter(pod, node, requested):
@@ -267,15 +268,8 @@ def parse_failed_scheduling(message):
 
 
 def event_time(event):
-    series = event.get("series") or {}
-    return (
-        series.get("lastObservedTime")
-        or event.get("lastTimestamp")
-        or event.get("eventTime")
-        or event.get("firstTimestamp")
-        or (event.get("metadata") or {}).get("creationTimestamp")
-        or ""
-    )
+    """When ``event`` was last seen, else when it was created (``""`` when neither is known)."""
+    return last_seen(event) or meta_of(event).get("creationTimestamp") or ""
 
 
 def latest_event(events, reason):

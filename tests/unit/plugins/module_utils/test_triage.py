@@ -206,13 +206,13 @@ class TestToolkitAndDevicePlugin:
             ns=NS,
         )
         result = self.node_result(gpu_node("g0", alloc=0), ops, [sandbox])
-        assert result["first_failing_layer"] == "toolkit_validator"
-        assert errors(result)[0] == ("toolkit_validator", "RuntimeNotConfigured")
-        assert ("device_plugin", "DevicePluginNotReady") in errors(result)
+        assert result["first_failing_layer"] == "toolkit"
+        assert errors(result)[0] == ("toolkit", "RuntimeNotConfigured")
+        assert ("device-plugin", "DevicePluginNotReady") in errors(result)
 
     def test_a_running_plugin_that_advertises_nothing(self):
         result = self.node_result(gpu_node("g0", alloc=0), healthy_operands("g0"))
-        assert errors(result) == [("device_plugin", "DevicePluginNotAdvertising")]
+        assert errors(result) == [("device-plugin", "DevicePluginNotAdvertising")]
         assert result["findings"][0]["evidence"]["gpu_count_label"] == 8
 
     def test_a_failing_validator_with_its_message(self):
@@ -220,7 +220,7 @@ class TestToolkitAndDevicePlugin:
             "g0", validator=operand("validator", "g0", ready=False, crash_message="driver-validation: failed")
         )
         result = self.node_result(gpu_node("g0"), ops)
-        assert errors(result) == [("toolkit_validator", "ValidatorFailing")]
+        assert errors(result) == [("toolkit", "ValidatorFailing")]
         assert "driver-validation: failed" in result["findings"][0]["message"]
 
     def test_unhealthy_gpus_are_a_warning(self):
@@ -324,12 +324,12 @@ class TestQuotaPriorityQueues:
         )
         result = diagnose(snap, {"kind": "namespace", "namespace": "ml", "name": None})
         finding = result["findings"][0]
-        assert (finding["layer"], finding["reason"]) == ("quota_limits", "QuotaExceeded")
+        assert (finding["layer"], finding["reason"]) == ("quota", "QuotaExceeded")
         assert (
             finding["evidence"]["quota"] == "gpu-quota"
             and finding["evidence"]["limited"] == "requests.nvidia.com/gpu=1"
         )
-        assert result["first_failing_layer"] == "quota_limits"
+        assert result["first_failing_layer"] == "quota"
 
     def test_limit_range_rejection(self):
         message = (
@@ -337,7 +337,7 @@ class TestQuotaPriorityQueues:
         )
         snap = Snapshot(events=[event("job", "FailedCreate", message, kind="Job")])
         result = diagnose(snap, {"kind": "namespace", "namespace": "ml", "name": None})
-        assert errors(result) == [("quota_limits", "LimitRangeViolation")]
+        assert errors(result) == [("quota", "LimitRangeViolation")]
 
     def test_a_missing_pod_points_at_the_namespace_rejections(self):
         message = (
@@ -346,7 +346,7 @@ class TestQuotaPriorityQueues:
         )
         result = run(None, events=[event("job", "FailedCreate", message, kind="Job")])
         assert sorted(reasons(result)) == ["PodNotFound", "QuotaExceeded"]
-        assert errors(result) == [("quota_limits", "QuotaExceeded")]
+        assert errors(result) == [("quota", "QuotaExceeded")]
 
     def test_preemption_cannot_help_when_every_gpu_pod_has_higher_priority(self):
         filler = gpu_pod("filler", gpus=8, node="g0", priority=1000)
@@ -356,7 +356,7 @@ class TestQuotaPriorityQueues:
             operators=healthy_operands("g0"),
             bound=[filler],
         )
-        finding = next(f for f in result["findings"] if f["layer"] == "priority_preemption")
+        finding = next(f for f in result["findings"] if f["layer"] == "preemption")
         assert finding["reason"] == "PreemptionNotPossible"
         assert finding["evidence"]["blocking_gpu_pods"][0]["pod"] == "ml/filler"
 
@@ -368,7 +368,7 @@ class TestQuotaPriorityQueues:
             operators=healthy_operands("g0"),
             bound=[filler],
         )
-        assert ("priority_preemption", "PreemptionDisabled") in errors(result)
+        assert ("preemption", "PreemptionDisabled") in errors(result)
 
     def test_kueue_cluster_queue_without_room(self):
         p = gpu_pod(labels={"kueue.x-k8s.io/queue-name": "lq"}, schedulingGates=[{"name": "kueue.x-k8s.io/admission"}])
