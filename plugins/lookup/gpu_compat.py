@@ -55,7 +55,7 @@ _raw:
 from ansible.errors import AnsibleLookupError  # noqa: E402
 from ansible.plugins.lookup import LookupBase  # noqa: E402
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat as compat  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat  # noqa: E402
 
 KINDS = ("release", "cuda", "kernel_module", "matrix")
 

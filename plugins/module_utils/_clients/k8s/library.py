@@ -33,5 +33,7 @@ except ImportError:
         pass
 
 
+__all__ = ["HAS_KUBERNETES", "KUBERNETES", "ConfigException", "k8s_client", "k8s_config", "urllib3"]
+
 #: The kubernetes Python library, for ``run_module(requirements=...)``.
 KUBERNETES = Requirement("kubernetes", HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR)

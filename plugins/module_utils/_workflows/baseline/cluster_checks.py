@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat as compat
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.facts import fact
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.model import (
     bad,
