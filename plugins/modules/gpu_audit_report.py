@@ -23,12 +23,17 @@ description:
     driver against the node's driver label, host without node); and, with O(baseline), what changed since an earlier
     snapshot.
   - Writes a JSON snapshot (schema C(docs/audit-snapshot.schema.json), RV(summary) and more), a Markdown summary and
-    a self-contained HTML report (inline CSS and JavaScript, no external asset; sortable fleet table, per-pool health
-    heat map, drift highlights) into O(dest). Each file is written to a temporary file in O(dest) and renamed over
-    the target, so a reader never sees a half-written report.
+    a self-contained HTML report into O(dest). The HTML (a Jinja2 template with autoescape; inline CSS, JavaScript
+    and SVG, nothing fetched) has a severity legend, pictures of the driver and CUDA versions per pool and of each
+    host's GPUs coloured by health, the per-pool heat map, drift, the findings and mismatches with their codes
+    linked to the fix, and the fleet table (worst rows first, sortable, scrolling under sticky headers).
+  - Every file is staged in the module's temporary directory and moved over its target with C(atomic_move), so a
+    reader never sees a half-written report.
   - Runs on the controller (the play's host is usually C(localhost)); reads nothing from the cluster itself.
 author:
   - gpuops.gpu_operator contributors (@gpuops)
+requirements:
+  - Jinja2 (the HTML report; installed with ansible-core)
 attributes:
   check_mode:
     support: full
@@ -155,6 +160,7 @@ changes:
 
 import datetime
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.html import JINJA2
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.report import (
     AuditReport,
@@ -202,7 +208,7 @@ def execute_module(module):
         p["thermal_warning_c"],
     )
     try:
-        result = report.run(_now(), check_mode=module.check_mode)
+        result = report.run(_now(), module)
     except (ReportError, OSError) as exc:
         raise ReportError("audit report: %s" % exc) from exc
     diff = result.pop("diff")
@@ -212,7 +218,7 @@ def execute_module(module):
 
 
 def main():
-    run_module(argspec(), execute_module, supports_check_mode=True)
+    run_module(argspec(), execute_module, requirements=[JINJA2], supports_check_mode=True)
 
 
 if __name__ == "__main__":

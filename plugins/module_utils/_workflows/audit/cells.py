@@ -12,7 +12,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.health import worse
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.pools import DRIFT_FIELDS
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.schema import (
+    STATUS_FAILED,
+    STATUS_OK,
+    STATUS_UNREACHABLE,
+)
 
 #: Health category -> its report title.
 CATEGORY_TITLES = {
@@ -63,16 +69,35 @@ def _alloc(row):
     return node.get("allocatable_gpus")
 
 
-def row_issues(row):
-    """A row's health findings, host/cluster mismatches and, when it was not audited, why."""
-    parts = ["GPU %s: %s" % (f["gpu"], f["reason"]) if f["gpu"] is not None else f["reason"] for f in row["findings"]]
+def issue_parts(row):
+    """A row's issues as ``(text before, code, text after)``: its health findings, its host/cluster mismatches and,
+    when it was not audited, why (code None)."""
+    parts = [("GPU %s: " % f["gpu"] if f["gpu"] is not None else "", f["reason"], "") for f in row["findings"]]
     parts += [
-        "%s (host %s, cluster %s)" % (m["kind"], cell_text(m["host_value"]), cell_text(m["cluster_value"]))
+        ("", m["kind"], " (host %s, cluster %s)" % (cell_text(m["host_value"]), cell_text(m["cluster_value"])))
         for m in row["mismatches"]
     ]
-    if row.get("message") and row["status"] != "ok":
-        parts.append(row["message"])
+    if row.get("message") and row["status"] != STATUS_OK:
+        parts.append((row["message"], None, ""))
     return parts
+
+
+def row_issues(row):
+    """A row's issues as text, one entry per issue (see :func:`issue_parts`)."""
+    return [before + (code or "") + after for before, code, after in issue_parts(row)]
+
+
+def row_severity(row, drifting=False):
+    """How bad a row is: critical (unreachable, failed, a critical finding), warning (a warning finding, a mismatch,
+    a drifting value), unknown (no host facts) or ok."""
+    if row["status"] in (STATUS_UNREACHABLE, STATUS_FAILED):
+        return "critical"
+    if row["status"] != STATUS_OK:
+        return "unknown"
+    severity = "warning" if row["mismatches"] or drifting else "ok"
+    for f in row["findings"]:
+        severity = worse(f["severity"], severity)
+    return severity
 
 
 def table_cells(row):

@@ -12,6 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible.module_utils.compat.version import LooseVersion
+
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.pools import DRIFT_FIELDS
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.schema import (
@@ -36,13 +38,19 @@ def check_baseline(data, source):
             % (source, (data.get("kind") if isinstance(data, dict) else type(data).__name__))
         )
     version = str(data.get("schema_version") or "")
-    major = SCHEMA_VERSION.split(".", 1)[0]
-    if version.split(".", 1)[0] != major:
+    major = _major(SCHEMA_VERSION)
+    if _major(version) != major:
         raise SnapshotError(
             "%s has schema_version %s; this audit compares against major version %s only (re-run the audit "
             "with the old collection or drop the baseline)" % (source, version or "(none)", major)
         )
     return data
+
+
+def _major(version):
+    """The major version of a ``schema_version`` string; None when it has none."""
+    parts = LooseVersion(version).version if version else []
+    return parts[0] if parts and isinstance(parts[0], int) else None
 
 
 def _row_value(row, field):

@@ -6,7 +6,7 @@
 # This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
-"""Reading report files and writing a set of them atomically."""
+"""Reading report files, and writing a set of them through ``AnsibleModule.atomic_move``."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -25,24 +25,17 @@ def read_text(path):
         return None
 
 
-def write_atomic(files, mode=0o644):
-    """Write ``{path: text}``: every file to a temporary file in its own directory first, then each renamed
-    over its target (``os.replace``, atomic on POSIX). A reader sees the old file or the new one, never a part;
-    if any temporary file cannot be written, no target is touched and the temporaries are removed."""
-    temps = []
-    try:
-        for path, text in sorted(files.items()):
-            directory = os.path.dirname(path) or "."
-            fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".tmp", dir=directory)
-            temps.append((tmp, path))
-            with os.fdopen(fd, "wb") as f:
-                f.write(text.encode("utf-8"))
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, mode)
-        for tmp, path in temps:
-            os.replace(tmp, path)
-    finally:
-        for tmp, _path in temps:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+def write_files(module, files, mode="0644"):
+    """Write ``{path: text}``: every text to a file in the module's temporary directory first, then each moved over
+    its target with ``module.atomic_move`` (a rename, or a copy and rename across file systems) and given ``mode``.
+    A reader sees the old file or the new one, never a part; if any text cannot be staged, no target is touched
+    (the module removes its temporary directory when it exits)."""
+    staged = []
+    for path, text in sorted(files.items()):
+        fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=module.tmpdir)
+        staged.append((tmp, path))
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode("utf-8"))
+    for tmp, path in staged:
+        module.atomic_move(tmp, path)
+        module.set_mode_if_different(path, mode, False)

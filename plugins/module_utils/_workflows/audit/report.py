@@ -9,7 +9,7 @@
 """Render an audit snapshot (see ``join``) as JSON, Markdown and self-contained HTML, and write files atomically.
 
 Rendering is deterministic: the same snapshot gives the same bytes, so an unchanged fleet rewrites nothing.
-The HTML has no external asset (inline CSS and JavaScript only) and escapes every value.
+The HTML has no external asset (inline CSS, JavaScript and SVG only) and escapes every value.
 
 This module runs one audit; ``cells``, ``markdown`` and ``html_page`` render, ``files`` reads and writes.
 """
@@ -27,7 +27,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.aud
     check_baseline,
     same_content,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.files import read_text, write_atomic
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.files import read_text, write_files
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.html_page import render_html
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.join import build_snapshot
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.markdown import render_markdown
@@ -105,8 +105,8 @@ class AuditReport(object):
         """The report file of format ``fmt``."""
         return os.path.join(self.dest, "%s.%s" % (self.basename, FORMATS[fmt]))
 
-    def run(self, now, check_mode=False):
-        """Audit at ``now`` and write the stale files (none in check mode); the module's result."""
+    def run(self, now, module):
+        """Audit at ``now`` and write the stale files through ``module`` (none in its check mode); the result."""
         if os.path.exists(self.dest) and not os.path.isdir(self.dest):
             raise ReportError("dest %s exists and is not a directory; choose a report directory" % self.dest)
         baseline = load_baseline(self.baseline_path) if self.baseline_path else None
@@ -124,15 +124,15 @@ class AuditReport(object):
         files = {self.path(fmt): text for fmt, text in rendered.items()}
         current = {p: read_text(p) for p in files}
         stale = {p: t for p, t in files.items() if current[p] != t}
-        if stale and not check_mode:
+        if stale and not module.check_mode:
             if not os.path.isdir(self.dest):
                 os.makedirs(self.dest, 0o755)
-            write_atomic(stale)
+            write_files(module, stale)
         primary = self.path("markdown" if "markdown" in self.formats else self.formats[0])
         return {
             "changed": bool(stale),
             "files": {fmt: self.path(fmt) for fmt in self.formats},
-            "written": [] if check_mode else sorted(stale),
+            "written": [] if module.check_mode else sorted(stale),
             "summary": snapshot["summary"],
             "generated_at": snapshot["generated_at"],
             "unreachable_hosts": sorted(r["host"] for r in snapshot["fleet"] if r["status"] == "unreachable"),

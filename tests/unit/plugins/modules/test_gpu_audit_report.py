@@ -1,4 +1,5 @@
-"""Specification of plugins/modules/gpu_audit_report.py: arguments, check and diff mode, idempotence, errors."""
+"""Specification of plugins/modules/gpu_audit_report.py: arguments, check and diff mode, idempotence, atomic moves,
+its Jinja2 requirement, errors."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from ansible.module_utils import basic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "module_utils"))
 import module_harness as harness  # noqa: E402
 from audit_fixtures import two_clusters  # noqa: E402
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core import html as _html  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_audit_report  # noqa: E402
 
 
@@ -65,3 +68,20 @@ def test_empty_formats_fail(monkeypatch, inputs):
 def test_an_unknown_format_is_refused_by_the_argument_spec(monkeypatch, inputs):
     out = run_module(monkeypatch, formats=["pdf"], **inputs)
     assert out["_kind"] == "fail" and "formats" in out["msg"] and "pdf" in out["msg"]
+
+
+def test_each_report_is_moved_into_place_with_atomic_move(monkeypatch, inputs):
+    moved = []
+    real_move = basic.AnsibleModule.atomic_move
+    monkeypatch.setattr(
+        basic.AnsibleModule, "atomic_move", lambda self, src, dest: moved.append(dest) or real_move(self, src, dest)
+    )
+    out = run_module(monkeypatch, **inputs)
+    assert out["_kind"] == "exit" and sorted(moved) == sorted(out["files"].values()) == out["written"]
+
+
+def test_without_jinja2_the_module_fails_naming_the_library(monkeypatch, inputs):
+    monkeypatch.setattr(_html.JINJA2, "present", False)
+    out = run_module(monkeypatch, **inputs)
+    assert out["_kind"] == "fail" and "Failed to import the required Python library (Jinja2)" in out["msg"]
+    assert not Path(inputs["dest"]).exists()
