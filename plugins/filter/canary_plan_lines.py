@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+name: canary_plan_lines
+short_description: A canary upgrade plan as lines of text - target, waves, unplanned nodes, gate and CUDA workloads
+version_added: 0.1.0
+author: gpuops.gpu_operator contributors (@gpuops)
+description:
+  - Renders the RV(gpuops.gpu_operator.gpu_canary_upgrade#module:plan) of M(gpuops.gpu_operator.gpu_canary_upgrade)
+    for people - the source and target versions with the mode and whether the run resumes, the skip label, one line
+    per wave (status, taint, nodes), the nodes left unplanned or excluded, the gate (PodDisruptionBudgets, GPU jobs),
+    each GPU workload's CUDA version against the target driver, and the gate's failures.
+options:
+  _input:
+    description: The C(plan) of a M(gpuops.gpu_operator.gpu_canary_upgrade) result.
+    type: dict
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Show the plan
+  ansible.builtin.debug:
+    msg: "{{ canary.plan | gpuops.gpu_operator.canary_plan_lines }}"
+"""
+
+RETURN = r"""
+_value:
+  description: The lines, in the order above.
+  type: list
+  elements: str
+"""
+
+import json  # noqa: E402
+
+
+def _names(items, key=None):
+    return ", ".join(str(i[key] if key else i) for i in items or []) or "none"
+
+
+def _cuda_lines(cuda):
+    target = cuda.get("target_driver") or "unchanged"
+    lines = []
+    for w in cuda.get("workloads") or []:
+        verdict = "ok" if w.get("ok") else ("too old" if w.get("ok") is False else "not compared")
+        lines.append(
+            "CUDA %s: %s (%s) needs driver >= %s, target %s: %s"
+            % (w.get("cuda"), w.get("pod"), w.get("image"), w.get("required_driver"), target, verdict)
+        )
+    lines.extend("unknown CUDA (info): %s (%s)" % (w.get("pod"), w.get("image")) for w in cuda.get("unknown") or [])
+    return lines
+
+
+def canary_plan_lines(plan):
+    gate = plan.get("gate") or {}
+    state = "resuming, phase %s" % plan.get("phase") if plan.get("resumed") else "new"
+    lines = [
+        "Canary upgrade %s -> %s (%s mode, %s, record %s)"
+        % (json.dumps(plan.get("from")), json.dumps(plan.get("target")), plan.get("mode"), state, plan.get("record")),
+        "Every node not in the current wave carries %s=true." % plan.get("skip_label"),
+    ]
+    lines.extend(
+        "%s [%s] taint %s, remove skip label, upgrade: %s" % (w["name"], w["status"], w["taint"], ", ".join(w["nodes"]))
+        for w in plan.get("waves") or []
+    )
+    lines.append("Not planned (keep the skip label): %s" % _names(plan.get("unplanned")))
+    lines.append("Excluded: %s" % _names(plan.get("excluded")))
+    verdict = "passed" if gate.get("passed") else "FAILED"
+    pdbs, jobs = _names(gate.get("pdbs"), "name"), _names(gate.get("gpu_jobs"), "pod")
+    lines.append("Gate: %s; PDBs: %s; GPU jobs: %s" % (verdict, pdbs, jobs))
+    return lines + _cuda_lines(gate.get("cuda") or {}) + list(gate.get("failures") or [])
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"canary_plan_lines": canary_plan_lines}

@@ -1,0 +1,86 @@
+"""The canary_plan_lines filter: a canary upgrade plan as lines of text."""
+
+from ansible_collections.gpuops.gpu_operator.plugins.filter.canary_plan_lines import FilterModule
+
+PLAN = {
+    "from": {"driver_version": "550.127.08", "chart_version": "v26.3.3"},
+    "target": {"driver_version": "570.124.06", "chart_version": None},
+    "mode": "driver",
+    "resumed": False,
+    "phase": "planned",
+    "record": "gpu-operator/gpuops-canary-upgrade",
+    "skip_label": "nvidia.com/gpu-driver-upgrade.skip",
+    "waves": [
+        {"name": "canary", "status": "proven", "taint": "gpuops.io/canary-upgrade=canary:NoSchedule", "nodes": ["n-0"]},
+        {
+            "name": "wave-1",
+            "status": "pending",
+            "taint": "gpuops.io/canary-upgrade=wave-1:NoSchedule",
+            "nodes": ["n-1", "n-2"],
+        },
+    ],
+    "unplanned": [],
+    "excluded": ["n-9"],
+    "gate": {"passed": True, "pdbs": [], "gpu_jobs": [], "failures": []},
+}
+
+
+def lines(plan):
+    return FilterModule().filters()["canary_plan_lines"](plan)
+
+
+def test_a_new_plan_reads_target_skip_label_waves_and_gate():
+    assert lines(PLAN) == [
+        'Canary upgrade {"driver_version": "550.127.08", "chart_version": "v26.3.3"} -> '
+        '{"driver_version": "570.124.06", "chart_version": null} '
+        "(driver mode, new, record gpu-operator/gpuops-canary-upgrade)",
+        "Every node not in the current wave carries nvidia.com/gpu-driver-upgrade.skip=true.",
+        "canary [proven] taint gpuops.io/canary-upgrade=canary:NoSchedule, remove skip label, upgrade: n-0",
+        "wave-1 [pending] taint gpuops.io/canary-upgrade=wave-1:NoSchedule, remove skip label, upgrade: n-1, n-2",
+        "Not planned (keep the skip label): none",
+        "Excluded: n-9",
+        "Gate: passed; PDBs: none; GPU jobs: none",
+    ]
+
+
+def test_a_resumed_plan_names_its_phase():
+    assert "(driver mode, resuming, phase waves, record" in lines(dict(PLAN, resumed=True, phase="waves"))[0]
+
+
+def test_a_failed_gate_lists_pdbs_jobs_cuda_workloads_and_its_failures_last():
+    cuda = {
+        "target_driver": "570.124.06",
+        "workloads": [
+            {"cuda": "12.4", "pod": "ns/a", "image": "cuda:12.4", "required_driver": "550.54.14", "ok": True},
+            {"cuda": "12.9", "pod": "ns/b", "image": "cuda:12.9", "required_driver": "575.51.03", "ok": False},
+            {"cuda": "12.2", "pod": "ns/c", "image": "cuda:12.2", "required_driver": "535.54.03", "ok": None},
+        ],
+        "unknown": [{"pod": "ns/d", "image": "mine:1"}],
+    }
+    gate = {
+        "passed": False,
+        "pdbs": [{"name": "ns/pdb-a"}, {"name": "ns/pdb-b"}],
+        "gpu_jobs": [{"pod": "ns/job-0"}],
+        "cuda": cuda,
+        "failures": ["n-3 is in upgrade-failed"],
+    }
+    out = lines(dict(PLAN, unplanned=["n-7", "n-8"], gate=gate))
+    assert out[4:] == [
+        "Not planned (keep the skip label): n-7, n-8",
+        "Excluded: n-9",
+        "Gate: FAILED; PDBs: ns/pdb-a, ns/pdb-b; GPU jobs: ns/job-0",
+        "CUDA 12.4: ns/a (cuda:12.4) needs driver >= 550.54.14, target 570.124.06: ok",
+        "CUDA 12.9: ns/b (cuda:12.9) needs driver >= 575.51.03, target 570.124.06: too old",
+        "CUDA 12.2: ns/c (cuda:12.2) needs driver >= 535.54.03, target 570.124.06: not compared",
+        "unknown CUDA (info): ns/d (mine:1)",
+        "n-3 is in upgrade-failed",
+    ]
+
+
+def test_a_chart_only_upgrade_compares_against_an_unchanged_driver():
+    cuda = {
+        "target_driver": None,
+        "workloads": [{"cuda": "12.4", "pod": "p", "image": "i", "required_driver": "550", "ok": None}],
+    }
+    out = lines(dict(PLAN, gate=dict(PLAN["gate"], cuda=cuda)))
+    assert out[-1] == "CUDA 12.4: p (i) needs driver >= 550, target unchanged: not compared"
