@@ -34,13 +34,12 @@ author:
   - gpuops.gpu_operator contributors (@gpuops)
 requirements:
   - Jinja2 (the HTML report; installed with ansible-core)
-attributes:
-  check_mode:
-    support: full
-    description: Computes the reports and reports whether a file would change, writing nothing.
-  diff_mode:
-    support: full
-    description: The diff is the Markdown summary (or the first format) before and after.
+extends_documentation_fragment:
+  - gpuops.gpu_operator.attributes
+  - gpuops.gpu_operator.attributes.CHECK_MODE_PLAN
+  - gpuops.gpu_operator.attributes.DIFF
+  - gpuops.gpu_operator.attributes.PLATFORM_CONTROLLER
+  - gpuops.gpu_operator.attributes.ACTIONGROUP_GPU
 options:
   dest:
     description:
@@ -87,6 +86,8 @@ options:
 notes:
   - A re-run over an unchanged fleet keeps the snapshot's C(generated_at) and rewrites nothing (C(changed=false)); this
     needs V(json) in O(formats).
+  - In check mode it computes the reports and returns whether each file would change, writing nothing.
+  - In diff mode the diff is the Markdown summary (or the first of O(formats)) before and after.
 seealso:
   - module: gpuops.gpu_operator.gpu_cluster_info
   - module: gpuops.gpu_operator.nvidia_gpu_facts

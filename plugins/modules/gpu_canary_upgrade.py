@@ -39,17 +39,18 @@ requirements:
   - kubernetes >= 29.0.0 (Python library, for kubeconfig handling)
 extends_documentation_fragment:
   - gpuops.gpu_operator.kubeconfig
-attributes:
-  check_mode:
-    support: full
-    description: Writes nothing; returns the plan and, for the other steps, the changes they would make in RV(changes).
-  diff_mode:
-    support: none
-    description: The changes are listed in RV(changes).
+  - gpuops.gpu_operator.attributes
+  - gpuops.gpu_operator.attributes.CHECK_MODE_PLAN
+  - gpuops.gpu_operator.attributes.NO_DIFF
+  - gpuops.gpu_operator.attributes.PLATFORM_CLUSTER
+  - gpuops.gpu_operator.attributes.ACTIONGROUP_CLUSTER
 notes:
   - Needs the RBAC rules of the collection's C(docs/rbac.yml) - patch on nodes, ClusterPolicies and NVIDIADrivers,
     ConfigMaps in O(operator_namespace), C(create) on C(pods/eviction), C(list) on PodDisruptionBudgets, events
     and pods.
+  - In check mode no step writes anything; O(step=plan) returns the plan and the other steps return the changes
+    they would make in RV(changes).
+  - There is no diff; the changes a step makes, or would make, are listed in RV(changes).
 seealso:
   - name: Canary upgrade guide
     description: docs/canary-upgrade.md in this collection.

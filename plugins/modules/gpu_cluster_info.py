@@ -29,13 +29,10 @@ requirements:
   - kubernetes >= 29.0.0 (Python library, for kubeconfig handling)
 extends_documentation_fragment:
   - gpuops.gpu_operator.kubeconfig
-attributes:
-  check_mode:
-    support: full
-    description: The module never changes anything; check mode returns the same data.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is no diff.
+  - gpuops.gpu_operator.attributes
+  - gpuops.gpu_operator.attributes.INFO_MODULE
+  - gpuops.gpu_operator.attributes.PLATFORM_CLUSTER
+  - gpuops.gpu_operator.attributes.ACTIONGROUP_CLUSTER
 options:
   label_selector:
     description:

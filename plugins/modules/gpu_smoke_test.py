@@ -35,13 +35,11 @@ requirements:
   - kubernetes >= 29.0.0 (Python library, for kubeconfig handling)
 extends_documentation_fragment:
   - gpuops.gpu_operator.kubeconfig
-attributes:
-  check_mode:
-    support: full
-    description: Creates nothing; returns the pods it would run in RV(planned).
-  diff_mode:
-    support: none
-    description: The run leaves no object behind, so there is nothing to diff.
+  - gpuops.gpu_operator.attributes
+  - gpuops.gpu_operator.attributes.CHECK_MODE_PLAN
+  - gpuops.gpu_operator.attributes.NO_DIFF
+  - gpuops.gpu_operator.attributes.PLATFORM_CLUSTER
+  - gpuops.gpu_operator.attributes.ACTIONGROUP_CLUSTER
 options:
   nodes:
     description:
@@ -137,6 +135,8 @@ options:
     default: true
 notes:
   - Run one smoke test per namespace at a time; the sweep deletes the pods of any earlier run in O(namespace).
+  - In check mode it creates nothing and returns the pods it would run in RV(planned).
+  - There is no diff; the run leaves no object behind.
 seealso:
   - module: gpuops.gpu_operator.gpu_cluster_info
   - module: kubernetes.core.k8s_info

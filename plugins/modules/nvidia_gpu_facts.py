@@ -47,18 +47,15 @@ options:
       - Fail the task when NVML is unavailable, no GPU is found, or a GPU reports an error.
     type: bool
     default: false
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads.
-  diff_mode:
-    support: none
-    description: The module returns no diff.
-  facts:
-    support: full
-    description: Returns RV(ansible_facts.nvidia_gpu).
+extends_documentation_fragment:
+  - gpuops.gpu_operator.attributes
+  - gpuops.gpu_operator.attributes.FACTS
+  - gpuops.gpu_operator.attributes.FACTS_MODULE
+  - gpuops.gpu_operator.attributes.PLATFORM_GPU_HOST
+  - gpuops.gpu_operator.attributes.ACTIONGROUP_GPU
 notes:
   - Reads only; safe in check mode.
+  - The facts are RV(ansible_facts.nvidia_gpu).
 seealso:
   - module: gpuops.gpu_operator.gpu_host_facts
 """
