@@ -36,19 +36,24 @@ ANSIBLE_ENV := ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) ANSIBLE_COLLECTIONS_SCAN_
 export HYPOTHESIS_STORAGE_DIRECTORY := $(BUILD)/hypothesis
 STAMP := $(VENV)/.gpuops-stamp
 
-# The test bed's pinned binaries (helm, helm3, kube-*, kwok, etcd) from tests/sim/build/build.sh.
+# The test bed's pinned binaries (helm, helm3, kube-*, kwok, etcd) from tests/sim/build/build.sh. GPUOPS_BIN (from
+# the environment or `make site GPUOPS_BIN=DIR`) names ready binaries: build.sh and the test bed use those and
+# build only what it lacks.
 SIM_BIN := $(or $(GPUOPS_BIN),$(or $(GPUOPS_CACHE),$(HOME)/.cache/gpuops)/bin)
+ifdef GPUOPS_BIN
+export GPUOPS_BIN
+endif
 export PATH := $(VENV)/bin:$(SIM_BIN):$(PATH)
 
 .PHONY: help venv collection-root sanity-root prometheus chromium sim-binaries nvml lint ruff ansible-lint sanity units \
-	integration molecule test site audit site-down bench build doc-check changelog-lint clean
+	integration molecule test site audit site-down bench build doc-check changelog-lint ee clean
 
 help:
 	@echo "make site   - bring up the simulated GPU cluster (profile demo) and run playbooks/site.yml on it"
 	@echo "make audit  - make site, then playbooks/audit.yml with a fault overlay (JSON, Markdown, HTML reports)"
-	@echo "make test   - the whole suite: lint, sanity, units, doc-check, integration, molecule"
+	@echo "make test   - the whole suite: lint, sanity, units, doc-check, changelog-lint, ee, integration, molecule"
 	@echo "other targets: venv collection-root sim-binaries nvml lint sanity units integration molecule"
-	@echo "               doc-check changelog-lint build bench site-down clean"
+	@echo "               doc-check changelog-lint ee build bench site-down clean"
 
 # --- set-up -------------------------------------------------------------------------------------------
 # The stamp depends on the requirement files, so a repeat run is a no-op until they change.
@@ -151,8 +156,20 @@ doc-check: build
 		else echo "doc-check: gpuops.gpu_operator.$$m FAILED:"; cat $(BUILD)/doc-check/$$m.txt; failed=1; fi; \
 	done; exit $$failed
 
+# The execution environment's build context in build/ee (`ansible-builder create`: no container engine needed).
+# The definition's dependency files are named relative to the collection root (as ansible-builder's introspection
+# reads them from an installed collection), so ansible-builder gets a copy of the definition next to a copy of meta/.
+EE_SRC := $(BUILD)/ee-src
+EE_CONTEXT := $(BUILD)/ee
+ee: venv
+	@rm -rf $(EE_SRC) $(EE_CONTEXT) && mkdir -p $(EE_SRC)/meta
+	@cp $(REPO)/meta/execution-environment.yml $(EE_SRC)/ && cp $(REPO)/meta/ee-* $(EE_SRC)/meta/
+	$(VENV)/bin/ansible-builder create --file $(EE_SRC)/execution-environment.yml --context $(EE_CONTEXT) \
+		--output-filename Containerfile
+	@echo "ee: build the image with: podman build -t gpuops-ee:$(VERSION) $(EE_CONTEXT)"
+
 # Runs every stage in order, stops at the first failure naming it, prints each stage's seconds.
-TEST_STAGES ?= lint sanity units doc-check changelog-lint integration molecule
+TEST_STAGES ?= lint sanity units doc-check changelog-lint ee integration molecule
 test: venv
 	@passed=0; total=$$(date +%s); \
 	for stage in $(TEST_STAGES); do \
