@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Build the test bed's pinned binaries from Go modules into a cache outside the repo.
 # A binary already in the cache (keyed by component, version, Go version, OS and arch) is not rebuilt.
+# GPUOPS_BIN names a directory of ready binaries (plain names: etcd, kube-apiserver, helm, ...; what the test bed
+# runs): a binary found there is used as it is, and only the ones it lacks are built (into the cache, linked there).
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-v1.36.3}
@@ -11,20 +13,42 @@ HELM3_VERSION=${HELM3_VERSION:-v3.21.4}
 
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${GPUOPS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuops}
-goversion=$(go env GOVERSION)
-platform=$(go env GOOS)-$(go env GOARCH)
-bindir="$cache/bin"
+# Without Go, only binaries that need no build (GPUOPS_BIN) can be used; a build then fails naming go.
+goversion=$(go env GOVERSION 2>/dev/null || echo no-go)
+platform=$(go env GOOS 2>/dev/null || echo unknown)-$(go env GOARCH 2>/dev/null || echo unknown)
+keydir="$cache/bin"            # versioned binaries
+bindir=${GPUOPS_BIN:-$keydir}  # plain names the test bed runs
 export GOMODCACHE="$cache/gomod" GOCACHE="$cache/gobuild" GOFLAGS=-mod=mod GOTOOLCHAIN=local
-mkdir -p "$bindir" "$cache/src"
+mkdir -p "$keydir" "$bindir" "$cache/src"
 
-key() { echo "$bindir/$1-$2-$goversion-$platform"; }
+key() { echo "$keydir/$1-$2-$goversion-$platform"; }
 link() { ln -sfn "$(key "$1" "$2")" "$bindir/$1"; }
 have() { [ -x "$(key "$1" "$2")" ]; }
+# given NAME...: every NAME is a ready binary in GPUOPS_BIN (never true without GPUOPS_BIN: the cache's plain
+# names are links that may still point at an older version).
+given() {
+  [ -n "${GPUOPS_BIN:-}" ] || return 1
+  local b; for b in "$@"; do [ -x "$GPUOPS_BIN/$b" ] || return 1; done
+  log "$* from GPUOPS_BIN ($GPUOPS_BIN)"
+}
 
 log() { printf '[build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
+# progress WHAT CMD...: run CMD, saying every 30 s that WHAT is still running (a cold Kubernetes build takes
+# many minutes on a small machine and prints nothing meanwhile).
+progress() {
+  local what=$1 pid ticks=0; shift
+  "$@" & pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1; ticks=$((ticks + 1))
+    if [ $((ticks % 30)) -eq 0 ]; then log "$what: still running after ${ticks}s"; fi
+  done
+  wait "$pid"
+}
+
 build_k8s() {
   local v=$K8S_VERSION minor
+  if given kube-apiserver kube-controller-manager kube-scheduler; then return; fi
   if have kube-apiserver "$v" && have kube-controller-manager "$v" && have kube-scheduler "$v"; then
     link kube-apiserver "$v"; link kube-controller-manager "$v"; link kube-scheduler "$v"; return; fi
   log "kubernetes $v"
@@ -48,12 +72,13 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 )
 GO
-    go mod tidy
+    progress "kubernetes $v: go mod tidy" go mod tidy
   fi
   minor=$(echo "$v" | cut -d. -f2)
   local ld="-s -w -X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z"
   local out; out=$(mktemp -d "$cache/out.XXXX")
-  go build -trimpath -ldflags "$ld" -o "$out/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+  log "kubernetes $v: go build (the longest step; a line every 30 s)"
+  progress "kubernetes $v: go build" go build -trimpath -ldflags "$ld" -o "$out/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
   for b in kube-apiserver kube-controller-manager kube-scheduler; do mv "$out/$b" "$(key $b "$v")"; link $b "$v"; done
   rmdir "$out"
 }
@@ -61,6 +86,7 @@ GO
 # build_simple NAME VERSION MODULE PACKAGE [LDFLAGS]: a wrapper module requiring MODULE@VERSION.
 build_simple() {
   local name=$1 v=$2 mod=$3 pkg=$4 ld=${5:-}
+  if given "$name"; then return; fi
   if have "$name" "$v"; then link "$name" "$v"; return; fi
   log "$name $v"
   local src="$cache/src/$name-$v"; mkdir -p "$src"; cd "$src"
@@ -68,9 +94,9 @@ build_simple() {
     go mod init "gpuops.local/${name}build" >/dev/null 2>&1
     go mod edit -require="$mod@$v"
     printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$pkg" > tools.go
-    go mod tidy
+    progress "$name $v: go mod tidy" go mod tidy
   fi
-  go build -trimpath -ldflags "-s -w $ld" -o "$(key "$name" "$v").tmp" "$pkg"
+  progress "$name $v: go build" go build -trimpath -ldflags "-s -w $ld" -o "$(key "$name" "$v").tmp" "$pkg"
   mv "$(key "$name" "$v").tmp" "$(key "$name" "$v")"; link "$name" "$v"
 }
 
