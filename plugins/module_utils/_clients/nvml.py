@@ -140,6 +140,9 @@ class NvmlSession(object):
         nvml = self.nvml
         if not os.path.exists(path):
             return None, 12
+        # pynvml has no public way to load the library from a path: its loader only dlopens the bare soname, which
+        # misses the operator's driver root (/run/nvidia/driver) and library_path. So this does what its loader
+        # does, under its lock: set its module-level library handle and drop its cached function pointers.
         with nvml.libLoadLock:
             try:
                 nvml.nvmlLib = ctypes.CDLL(path)
