@@ -28,7 +28,7 @@ attributes:
   check_mode:
     description: Can run in C(check_mode) and return changed status prediction without modifying target.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
+    description: Returns details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
   platform:
     description: Target OS/families that can be operated against.
 """
