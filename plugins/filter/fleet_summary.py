@@ -20,9 +20,9 @@ description:
   - Each failing check is a finding with a layer, evidence and a fix. The node's verdict names the lowest failing
     layer in dependency order - C(driver), C(node), C(toolkit), C(device-plugin), C(gpu-health), C(mig),
     C(scheduling), C(workload), C(monitoring).
-  - Filters P(gpuops.gpu_operator.fleet_report_markdown#filter) (the Markdown report) and
-    P(gpuops.gpu_operator.fleet_failure#filter) (whether the play fails) take its result; the
-    C(gpuops.gpu_operator.gpu_validate) role uses all three.
+  - Filters P(gpuops.gpu_operator.fleet_report_json#filter), P(gpuops.gpu_operator.fleet_report_markdown#filter)
+    and P(gpuops.gpu_operator.fleet_report_html#filter) (the reports) and P(gpuops.gpu_operator.fleet_failure#filter)
+    (whether the play fails) take its result; the C(gpuops.gpu_operator.gpu_validate) role uses them.
 options:
   _input:
     description:
@@ -39,9 +39,9 @@ options:
   monitoring:
     description:
       - Omitted or null to skip the monitoring check.
-      - "With Prometheus, a dict with C(source=prometheus), C(series) and C(xid) (the C(data.result) of the instant
-        queries C(count by (Hostname) (DCGM_FI_DEV_GPU_UTIL)) and C(DCGM_FI_DEV_XID_ERRORS)) and C(node_label)
-        (default C(Hostname))."
+      - "With Prometheus, a dict with C(source=prometheus), C(series) and C(xid) (the C(data.result) of two instant
+        queries - the count of C(DCGM_FI_DEV_GPU_UTIL) series by C(Hostname), and C(DCGM_FI_DEV_XID_ERRORS)) and
+        C(node_label) (default C(Hostname))."
       - Without, a dict with C(source=endpoints), C(service) (whether the C(nvidia-dcgm-exporter) Service exists) and
         C(endpoint_slices) (its EndpointSlices).
     type: dict

@@ -24,8 +24,9 @@ description:
     the chart's C(daemonsets.tolerations) and NFD worker tolerations.
   - A host has a preinstalled driver when C(gpu_driver_preinstalled) says so, or when its kernel has the nvidia
     module loaded and NVML was not loaded from the operator's driver root C(/run/nvidia/driver).
-  - The same plugin file provides C(mig_states) - C(nodes | gpuops.gpu_operator.mig_states(mig_configs)) sorts the
-    nodes with a wanted MIG layout into C(success), C(failed) and C(pending) by C(nvidia.com/mig.config.state).
+  - The same plugin file provides C(gpuops.gpu_operator.mig_states) - applied to the nodes, with the MIG configs as
+    its argument, it sorts the nodes with a wanted MIG layout into C(success), C(failed) and C(pending) by
+    C(nvidia.com/mig.config.state).
 options:
   _input:
     description: C(hostvars), or any mapping of inventory host name to its variables.

@@ -145,7 +145,8 @@ unreachable_hosts:
   type: list
   elements: str
 degraded_gpus:
-  description: Every GPU with a warning or critical health verdict, as C(<cluster>/<node> GPU <index> (<reasons>)).
+  description: Every GPU with a warning or critical health verdict, as C(<cluster>/<node> GPU <index>) followed by its
+    reasons in parentheses.
   returned: always
   type: list
   elements: str

@@ -184,7 +184,9 @@ options:
 """
 
 EXAMPLES = r"""
-- name: Plan the canary upgrade (read-only)
+# Every step of one upgrade, in order, each with the same target, canary pool and waves. The gpu_canary_upgrade role
+# (playbooks/upgrade.yml) runs them the same way, with the chart upgrade after prepare and a smoke test as the proof.
+- name: Plan the canary upgrade (read-only; the gate fails on a cordoned node, a PDB or an incompatible CUDA image)
   gpuops.gpu_operator.gpu_canary_upgrade:
     step: plan
     driver_version: 610.57.04
@@ -192,14 +194,52 @@ EXAMPLES = r"""
     waves: [1, "25%", "100%"]
   register: canary_plan
 
-- name: Upgrade the canary pool (wave 0)
+- name: Prepare - operands tolerate the canary taint, the driver upgrade policy is set, every GPU node is held
+  gpuops.gpu_operator.gpu_canary_upgrade:
+    step: prepare
+    driver_version: 610.57.04
+    canary_nodes: "{{ groups['gpu_canary'] | map('extract', hostvars, 'k8s_node_name') | list }}"
+    waves: [1, "25%", "100%"]
+    upgrade_policy: {autoUpgrade: true, maxParallelUpgrades: 1, maxUnavailable: "25%"}
+
+- name: Upgrade wave 0, the canary pool (taint, evict GPU pods, release, wait for upgrade-done)
   gpuops.gpu_operator.gpu_canary_upgrade:
     step: wave
     wave: 0
     driver_version: 610.57.04
     canary_nodes: "{{ groups['gpu_canary'] | map('extract', hostvars, 'k8s_node_name') | list }}"
+    waves: [1, "25%", "100%"]
     eviction: evict
     wait_for_completion_selector: training.example.com/checkpointing=true
+  register: canary_wave
+
+- name: Prove the canary pool with a smoke pod per node
+  gpuops.gpu_operator.gpu_smoke_test:
+    nodes: "{{ canary_wave.wave.nodes | list }}"
+    tolerations:
+      - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}
+      - {key: gpuops.io/canary-upgrade, operator: Exists, effect: NoSchedule}
+  register: canary_smoke
+  ignore_errors: true
+
+- name: Record the proof (passed=false aborts - the wave stays tainted and annotated, every other node held)
+  gpuops.gpu_operator.gpu_canary_upgrade:
+    step: finish_wave
+    wave: 0
+    driver_version: 610.57.04
+    canary_nodes: "{{ groups['gpu_canary'] | map('extract', hostvars, 'k8s_node_name') | list }}"
+    waves: [1, "25%", "100%"]
+    passed: "{{ canary_smoke is succeeded }}"
+    reason: "{{ canary_smoke.msg | default('') }}"
+
+# Then wave and finish_wave again for waves 1, 2, ... (canary_plan.plan.next_wave is the next one to run).
+
+- name: After an abort, roll the driver back to the version the record started from
+  gpuops.gpu_operator.gpu_canary_upgrade:
+    step: rollback
+    driver_version: 610.57.04
+    canary_nodes: "{{ groups['gpu_canary'] | map('extract', hostvars, 'k8s_node_name') | list }}"
+    waves: [1, "25%", "100%"]
 """
 
 RETURN = r"""

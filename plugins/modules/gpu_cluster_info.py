@@ -60,7 +60,8 @@ options:
     default: 2000
 notes:
   - RV(nodes) is a dictionary keyed by node name so that a play can look a node up with
-    C(result.nodes[inventory_hostname]); use C(result.nodes | dict2items) or C(result.nodes.values()) to iterate.
+    C(result.nodes[inventory_hostname]); iterate with C(result.nodes | dict2items) (C(item.key) is the node's name,
+    C(item.value) the node).
   - The response JSON is parsed directly, without the kubernetes client model classes, which keeps a
     1,000-node LIST fast. See C(docs/cluster-info.md) in the collection for measured figures.
 seealso:
