@@ -219,57 +219,17 @@ class GpuClusterReconciler:
                         log.warning("delete plugin pod %s: %s", pod["metadata"]["name"], exc.reason)
 
     def _crash(self, pod: dict) -> None:
-        md, t = pod["metadata"], now_iso()
-        statuses = []
-        for c in pod["spec"].get("containers") or []:
-            statuses.append(
-                {
-                    "name": c["name"],
-                    "image": c.get("image", ""),
-                    "imageID": "",
-                    "ready": False,
-                    "started": False,
-                    "restartCount": 5,
-                    "state": {
-                        "waiting": {
-                            "reason": "CrashLoopBackOff",
-                            "message": f"back-off 5m0s restarting failed container={c['name']} "
-                            f"pod={md['name']}_{md['namespace']}",
-                        }
-                    },
-                    "lastState": {
-                        "terminated": {
-                            "exitCode": 1,
-                            "reason": "Error",
-                            "message": CRASH_MESSAGE,
-                            "startedAt": t,
-                            "finishedAt": t,
-                        }
-                    },
-                }
-            )
-        conds = [
-            {"type": "Ready", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": t},
-            {"type": "ContainersReady", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": t},
-        ]
+        md = pod["metadata"]
         try:
-            self.ctl.core.patch_namespaced_pod_status(
-                md["name"], md["namespace"], {"status": {"conditions": conds, "containerStatuses": statuses}}
-            )
+            self.ctl.core.patch_namespaced_pod_status(md["name"], md["namespace"], crash_loop_status(pod, now_iso()))
             self.ctl.core.patch_namespaced_pod(
                 md["name"], md["namespace"], {"metadata": {"annotations": {L.SIM + "faulted": "dra-plugin-crashloop"}}}
             )
         except ApiException as exc:
             log.warning("crash plugin pod %s: %s", md["name"], exc.reason)
             return
-        self.ctl._event(
-            pod,
-            "Pod",
-            md["namespace"],
-            "BackOff",
-            f"Back-off restarting failed container gpus in pod {md['name']}; last log line: {CRASH_MESSAGE}",
-            "Warning",
-        )
+        msg = f"Back-off restarting failed container gpus in pod {md['name']}; last log line: {CRASH_MESSAGE}"
+        self.ctl._event(pod, "Pod", md["namespace"], "BackOff", msg, "Warning")
 
     # ------------------------------------------------------------------------------------------ slices
     def _sync_slices(self, gpu_nodes, plugin_pods) -> set:
@@ -343,6 +303,43 @@ class GpuClusterReconciler:
 
 def now_iso() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def crash_loop_status(pod: dict, t: str) -> dict:
+    """The status patch of a kubelet-plugin pod whose containers keep crashing (CrashLoopBackOff, not Ready)."""
+    md = pod["metadata"]
+    statuses = [
+        {
+            "name": c["name"],
+            "image": c.get("image", ""),
+            "imageID": "",
+            "ready": False,
+            "started": False,
+            "restartCount": 5,
+            "state": {
+                "waiting": {
+                    "reason": "CrashLoopBackOff",
+                    "message": f"back-off 5m0s restarting failed container={c['name']} "
+                    f"pod={md['name']}_{md['namespace']}",
+                }
+            },
+            "lastState": {
+                "terminated": {
+                    "exitCode": 1,
+                    "reason": "Error",
+                    "message": CRASH_MESSAGE,
+                    "startedAt": t,
+                    "finishedAt": t,
+                }
+            },
+        }
+        for c in pod["spec"].get("containers") or []
+    ]
+    conds = [
+        {"type": kind, "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": t}
+        for kind in ("Ready", "ContainersReady")
+    ]
+    return {"status": {"conditions": conds, "containerStatuses": statuses}}
 
 
 def _slice_key(obj: dict) -> tuple:
