@@ -17,8 +17,15 @@ description:
   - Before every install or upgrade it applies the target chart's CRDs by server-side apply (field manager
     C(gpuops-gpu-operator)), because Helm never upgrades CRDs and the API server silently prunes fields an old
     CRD does not know. It never uninstalls to reinstall.
+  - Only the CRDs of the chart and of the subcharts the effective values enable are applied (a subchart's
+    C(condition) and C(tags), as Helm decides them); for example with C(nfd.enabled=false) the NFD subchart's CRDs,
+    which then belong to the cluster's own NFD, are left alone and listed in RV(plan.crds_skipped).
   - Refuses an upgrade the GPU Operator life-cycle policy does not support (one that skips a major release
     C(YY.MM)) and any downgrade, unless O(force=true).
+  - Refuses to apply CRDs that would drop fields from the CRDs in the cluster (those of a newer chart), naming how
+    many fields per CRD, unless O(force=true). Check mode refuses the same way.
+  - Renders the chart (C(helm template)) before writing anything, so a chart C(fail) check, a values schema
+    violation or a template error fails the run with Helm's message and nothing changed, in check mode too.
   - Idempotent. Nothing is written when the deployed chart version and its values (C(helm get values)) equal the
     target version and the effective values, and the CRDs match the chart's.
   - The effective values are the user's O(values_files) and O(values) (they always win) on top of values
@@ -26,9 +33,14 @@ description:
     from the cluster (C(nfd.enabled=false) when nodes already carry NFD labels; C(dcgmExporter.serviceMonitor.enabled)
     only when the ServiceMonitor CRD exists). They are passed to helm as one values file with C(--reset-values).
   - After a write it waits up to O(ready_timeout) seconds for ClusterPolicy C(status.state=ready) (and every
-    NVIDIADriver when the CRD mode is on); when not ready it fails with the conditions and the not-ready operands
-    per node.
-  - When the helm write fails it rolls back to the last good revision and reports both outcomes.
+    NVIDIADriver when the CRD mode is on), counting a status only once the operator has observed the current spec
+    (C(status.observedGeneration) or the C(Ready) condition's C(observedGeneration) equals C(metadata.generation);
+    where the CRD carries neither, once the driver pods run the ClusterPolicy's driver version). When not ready it
+    fails with what is still old, the conditions and the not-ready operands per node.
+  - When the helm write fails it reads the release history. If Helm wrote no revision, nothing is rolled back and
+    the message says the release is unchanged. If Helm wrote a revision, it rolls back (O(rollback_on_failure)) to
+    the revision that was deployed before this run, never an older one, and the message names the revisions and
+    chart versions.
 author:
   - gpuops.gpu_operator contributors (@gpuops)
 extends_documentation_fragment:
@@ -63,14 +75,26 @@ options:
   force:
     description:
       - Allow a downgrade or an upgrade that skips a major release, which the life-cycle policy does not support.
+      - Allow applying CRDs that drop fields from the CRDs in the cluster (a warning counts them).
     type: bool
     default: false
   remove_crds:
     description:
-      - With O(state=absent), also delete the chart's CRDs (and with them every ClusterPolicy and NVIDIADriver).
+      - With O(state=absent), also delete the CRDs of the chart and of the subcharts the release's values enable
+        (and with them every ClusterPolicy and NVIDIADriver). Without O(chart_ref), the GPU Operator's own CRDs.
+      - A CRD another owner manages is never deleted (another Helm release's annotations, an
+        C(app.kubernetes.io/managed-by) label other than C(Helm), or C(spec) fields held by a field manager other
+        than this module's and Helm's); those are listed in RV(crds_left) and in a warning.
       - By default CRDs stay, as Helm leaves them.
     type: bool
     default: false
+  rollback_on_failure:
+    description:
+      - When an install or upgrade fails after Helm wrote a new revision, roll the release back to the revision
+        that was deployed before this run. With V(false) the release stays at the failed revision.
+      - A failure before Helm writes a revision changes nothing and is never rolled back.
+    type: bool
+    default: true
   ready_timeout:
     description:
       - Seconds to wait after an install or upgrade for the ClusterPolicy to be ready; V(0) skips the wait.
@@ -118,7 +142,8 @@ plan:
       version, other values), V(crds) (only CRDs change), V(uninstall) or V(none).
     - C(from_version), C(to_version), C(app_version), C(release_status), C(values_changed) (dotted value paths),
       C(crd_changes) (per CRD C(name), C(action) V(create)/V(update)/V(none), C(fields_added), C(fields_removed)),
-      C(values_reasons) (why each synthesised value was chosen).
+      C(crds_skipped) (CRDs of subcharts the values disable, neither applied nor removed, each with C(name),
+      C(chart) and C(reason)), C(values_reasons) (why each synthesised value was chosen).
   returned: always
   type: dict
   sample:
@@ -147,29 +172,53 @@ crds_removed:
   returned: when O(state=absent)
   type: list
   elements: str
+crds_left:
+  description:
+    - With O(remove_crds=true), the live CRDs left alone, each with C(name) and C(reason) (another owner manages
+      it, or its subchart is disabled).
+  returned: when O(state=absent)
+  type: list
+  elements: dict
+  sample:
+    - name: nodefeaturerules.nfd.k8s-sigs.io
+      reason: subchart node-feature-discovery disabled by nfd.enabled=false
 readiness:
   description:
-    - After a write with O(ready_timeout) > 0. C(ready), C(state), C(conditions) of the ClusterPolicy,
+    - After a write with O(ready_timeout) > 0. C(ready), C(state), C(conditions), C(generation) and
+      C(observed_generation) of the ClusterPolicy, C(stale) (what the operator has not caught up with yet),
       C(nvidia_drivers) states, C(not_ready_operands) (node -> components), C(unscheduled_operands), C(waited_s).
   returned: when the release was written and O(ready_timeout) > 0
   type: dict
-  sample: {ready: true, state: ready, conditions: [], not_ready_operands: {}, waited_s: 12.5}
+  sample: {ready: true, state: ready, generation: 4, observed_generation: 4, stale: [], conditions: [],
+           not_ready_operands: {}, waited_s: 12.5}
 helm_version:
   description: The helm binary's version.
   returned: always
   type: str
   sample: v4.0.1
 helm_error:
-  description: The helm failure when an install or upgrade failed.
-  returned: on failure of the helm write
+  description: Helm's message when rendering the chart, or the install or upgrade, failed.
+  returned: on failure of the render or of the helm write
   type: str
+revision_written:
+  description: Whether Helm wrote a new release revision before it failed.
+  returned: on failure of the render or of the helm write
+  type: bool
+failed_revision:
+  description: The revision Helm wrote and marked failed.
+  returned: on failure of the helm write after Helm wrote a revision
+  type: int
+rollback_revision:
+  description: The revision rolled back to (the one deployed before this run).
+  returned: when a rollback was attempted
+  type: int
 rollback_error:
   description: The rollback failure, null when the rollback succeeded.
-  returned: on failure of the helm write with an earlier revision
+  returned: when a rollback was attempted
   type: str
 rolled_back:
   description: Whether the release was rolled back after a failed helm write.
-  returned: on failure of the helm write
+  returned: on failure of the render or of the helm write
   type: bool
 """
 
@@ -195,6 +244,7 @@ def argspec():
     spec.update(
         state={"type": "str", "choices": ["present", "absent"], "default": "present"},
         force={"type": "bool", "default": False},
+        rollback_on_failure={"type": "bool", "default": True},
         remove_crds={"type": "bool", "default": False},
         ready_timeout={"type": "int", "default": 600},
     )

@@ -10,10 +10,11 @@
 
 * :mod:`.args` - :data:`HELM_ARG_SPEC`, the release, chart and helm options;
 * :mod:`.chart` - :class:`ChartRef`: a repository URL + chart name, an ``oci://`` reference, or a local path;
-  the CRD files inside a chart;
-* :mod:`.cli` - the binary behind one ``run_command`` funnel: version detection, ``show chart|values|crds``;
-* :mod:`.releases` - :class:`Helm`: ``get metadata|values|manifest``, ``history``, ``template``,
-  ``upgrade --install``, ``rollback``, ``uninstall``.
+  the CRD files of a chart and of the subcharts a set of values enables (helm's ``condition`` and ``tags``);
+* :mod:`.cli` - the binary behind one ``run_command`` funnel: version detection, ``show chart|values``, the
+  chart's CRDs for given values;
+* :mod:`.releases` - :class:`Helm`: ``get metadata|values|manifest``, ``history`` (with each revision's chart
+  version), ``template``, ``upgrade --install``, ``rollback``, ``uninstall``.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -32,10 +32,12 @@ except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm.chart import (
     REPO_ALIAS,
-    crd_files_in_archive,
-    crd_files_in_dir,
+    chart_from_archive,
+    chart_from_dir,
+    crd_files,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
 
 
 class HelmError(GpuOpsError):
@@ -213,24 +215,34 @@ class HelmCli:
     def show_values(self, chart, version=None):
         return yaml.safe_load(self._show("values", chart, version)) or {}
 
-    def show_crds(self, chart, version=None):
-        """The CRD objects in the chart's ``crds/`` directories, the subcharts' included, one per file.
+    def chart_crds(self, chart, version, values):
+        """``(crds, skipped)`` for the chart's defaults with the release's values on top (``values``).
 
-        Read from the chart archive (``helm pull``) rather than ``helm show crds``, whose helm v3 output joins
-        the files without document separators.
+        ``crds``: the CRD objects helm installs, one per document, from the chart's ``crds/`` and those of the
+        subcharts ``values`` enable; ``skipped``: ``[{name, chart, reason}]`` of the CRDs of disabled subcharts. Read
+        from the chart archive (``helm pull``) rather than ``helm show crds``, which lists every subchart's CRDs and,
+        in helm v3, joins the files without document separators.
         """
-        docs = []
-        for name, text in sorted(self._crd_files(chart, version)):
-            try:
-                loaded = list(yaml.safe_load_all(text))
-            except yaml.YAMLError as exc:
-                raise HelmError("CRD file %s of %s is not valid YAML: %s" % (name, chart.describe(), exc)) from exc
-            docs += [d for d in loaded if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"]
-        return docs
+        rendered, disabled = crd_files(self.chart_files(chart, version), values or {})
+        crds = [doc for _sub, path, text in rendered for doc in self._crd_docs(chart, path, text)]
+        skipped = [
+            {"name": name_of(doc), "chart": sub, "reason": why}
+            for sub, path, text, why in disabled
+            for doc in self._crd_docs(chart, path, text)
+        ]
+        return crds, skipped
 
-    def _crd_files(self, chart, version):
+    def _crd_docs(self, chart, path, text):
+        try:
+            loaded = list(yaml.safe_load_all(text))
+        except yaml.YAMLError as exc:
+            raise HelmError("CRD file %s of %s is not valid YAML: %s" % (path, chart.describe(), exc)) from exc
+        return [d for d in loaded if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"]
+
+    def chart_files(self, chart, version=None):
+        """The chart's :class:`.chart.ChartFiles`: a local directory or archive as it is, any other one pulled."""
         if chart.kind == "local" and os.path.isdir(chart.name):
-            return crd_files_in_dir(chart.name)
+            return chart_from_dir(chart.name)
         if chart.kind == "local":
             archive = chart.name
         else:
@@ -242,4 +254,4 @@ class HelmCli:
                 raise HelmError("helm pull of %s left %r, expected one chart archive" % (chart.describe(), archives))
             archive = os.path.join(dest, archives[0])
         with open(archive, "rb") as handle:
-            return crd_files_in_archive(handle.read())
+            return chart_from_archive(handle.read())

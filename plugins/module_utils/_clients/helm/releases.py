@@ -19,6 +19,8 @@ import re
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm.cli import HelmCli, HelmError
 
 _NOT_FOUND = re.compile(r"release: not found|not found", re.IGNORECASE)
+#: ``gpu-operator-v26.3.3`` (helm's ``<chart name>-<chart version>``) -> the version.
+_CHART_VERSION = re.compile(r"^.+?-(v?\d+\.\d+\.\d+\S*)$")
 
 
 class Helm(HelmCli):
@@ -55,8 +57,9 @@ class Helm(HelmCli):
             )
         raise HelmError("helm could not %s: %s" % (what, text[-1500:]), rc=rc, stdout=out, stderr=err)
 
-    def get_values(self, name, namespace, revision=None):
-        args = ["get", "values", name, "-n", namespace]
+    def get_values(self, name, namespace, revision=None, computed=False):
+        """The release's user-supplied values; with ``computed`` (``--all``) merged over the chart's defaults."""
+        args = ["get", "values", name, "-n", namespace] + (["--all"] if computed else [])
         if revision:
             args += ["--revision", str(revision)]
         return self.run_json(args, what="get values") or {}
@@ -65,12 +68,18 @@ class Helm(HelmCli):
         return self.run(["get", "manifest", name, "-n", namespace], what="get manifest")[1]
 
     def history(self, name, namespace):
+        """The last 20 revisions, oldest first: ``revision``, ``status``, ``chart``, ``description`` as helm gives them
+        and ``chart_version``; ``[]`` when there is no release."""
         rc, out, err = self.run(["history", name, "-n", namespace, "--max", "20", "-o", "json"], check=False)
         if rc != 0:
             if _NOT_FOUND.search(err or out):
                 return []
             self._cluster_failure("read the history of release %s" % name, rc, out, err)
-        return json.loads(out) if out.strip() else []
+        revisions = json.loads(out) if out.strip() else []
+        for entry in revisions:
+            match = _CHART_VERSION.match(entry.get("chart") or "")
+            entry["chart_version"] = match.group(1) if match else None
+        return revisions
 
     def template(self, name, namespace, chart, version, values_file):
         args = ["template", name] + self.chart_args(chart, version) + ["-n", namespace, "-f", values_file]

@@ -10,11 +10,15 @@
 
 * :mod:`.params` - :class:`ReleaseParams`, the one params object (built from module params), and the kubeconfig
   helm is given (:func:`helm_kubeconfig`);
-* :mod:`.gates` - version gates per the GPU Operator life-cycle policy (:func:`version_gate`);
-* :mod:`.crds` - what applying the target chart's CRDs changes (:func:`crd_changes`), and the CRD writes;
+* :mod:`.gates` - version gates per the GPU Operator life-cycle policy (:func:`version_gate`) and CRDs that would
+  lose fields (:func:`crd_gate`);
+* :mod:`.crds` - what applying the target chart's CRDs changes (:func:`crd_changes`), whether another owner manages
+  a CRD (:func:`other_owner`), and the CRD writes;
 * :mod:`.diffs` - the values paths a plan changes (:func:`value_changes`) and the ``--diff`` output;
-* :mod:`.readiness` - the ClusterPolicy readiness and its bounded wait;
-* :mod:`.lifecycle` - :class:`OperatorRelease`: plan, install or upgrade, rollback, uninstall;
+* :mod:`.readiness` - the ClusterPolicy readiness (only once the operator observed the current spec) and its
+  bounded wait;
+* :mod:`.recovery` - after a failed helm write: what helm wrote, and the rollback to the revision deployed before;
+* :mod:`.lifecycle` - :class:`OperatorRelease`: plan, install or upgrade, uninstall;
 * :mod:`.errors` - :class:`ReleaseError`.
 """
 
@@ -24,15 +28,23 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.crds import (
     crd_changes,
+    other_owner,
     schema_fields,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.diffs import value_changes
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.errors import ReleaseError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.gates import version_gate
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.gates import (
+    crd_gate,
+    version_gate,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.lifecycle import OperatorRelease
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.params import (
     ReleaseParams,
     helm_kubeconfig,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.readiness import (
+    observed_generation,
+    stale_status,
 )
 
 __all__ = (
@@ -40,8 +52,12 @@ __all__ = (
     "ReleaseError",
     "ReleaseParams",
     "crd_changes",
+    "crd_gate",
     "helm_kubeconfig",
+    "observed_generation",
+    "other_owner",
     "schema_fields",
+    "stale_status",
     "value_changes",
     "version_gate",
 )

@@ -7,7 +7,8 @@
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
 """The operator's CRDs: what applying the target chart's CRDs changes (fields added or removed per CRD version),
-and the reads and writes of CRDs (server-side apply before any helm install or upgrade, delete on request)."""
+whether a live CRD belongs to another owner, and the reads and writes of CRDs (server-side apply before any helm
+install or upgrade, delete on request)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -17,17 +18,24 @@ import copy
 import json
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import meta_of, name_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
+    annotations_of,
+    labels_of,
+    meta_of,
+    name_of,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.errors import ReleaseError
 
 FIELD_MANAGER = "gpuops-gpu-operator"
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-#: CRDs the GPU Operator chart ships (reference §4, §8); ``remove_crds`` deletes these when present.
+#: CRDs the GPU Operator chart ships (reference §4, §8); without ``chart_ref``, ``remove_crds`` deletes these.
 OPERATOR_CRDS = (
     "clusterpolicies.nvidia.com",
     "nvidiadrivers.nvidia.com",
     "gpuclusters.nvidia.com",
 )
+#: Field managers that stand for this release on a CRD: the module's server-side apply, helm's ``crds/`` install.
+OWN_MANAGERS = (FIELD_MANAGER, "helm")
 
 
 def schema_fields(schema, prefix=""):
@@ -88,6 +96,34 @@ def _spec_subset(want, have):
     if isinstance(want, list):
         return isinstance(have, list) and len(want) == len(have) and all(_spec_subset(a, b) for a, b in zip(want, have))
     return want == have
+
+
+def lost_fields(changes):
+    """``{CRD name: [fields]}`` that applying the target CRDs would remove from the live ones."""
+    return {c["name"]: c["fields_removed"] for c in changes if c["fields_removed"]}
+
+
+def other_owner(crd, release, namespace):
+    """Why the live ``crd`` belongs to another owner than the release ``namespace/release``, or None: another Helm
+    release's annotations, an ``app.kubernetes.io/managed-by`` label other than Helm, or ``spec`` fields held by a
+    field manager other than :data:`OWN_MANAGERS`."""
+    ann = annotations_of(crd)
+    owner = (ann.get("meta.helm.sh/release-namespace"), ann.get("meta.helm.sh/release-name"))
+    if owner[1] and owner != (namespace, release):
+        return "part of Helm release %s/%s" % owner
+    managed_by = labels_of(crd).get("app.kubernetes.io/managed-by")
+    if managed_by and managed_by.lower() != "helm":
+        return "app.kubernetes.io/managed-by=%s" % managed_by
+    managers = sorted(
+        {
+            str(entry.get("manager"))
+            for entry in meta_of(crd).get("managedFields") or []
+            if not entry.get("subresource")
+            and "f:spec" in (entry.get("fieldsV1") or {})
+            and entry.get("manager") not in OWN_MANAGERS
+        }
+    )
+    return "spec fields managed by %s" % ", ".join(managers) if managers else None
 
 
 def live_crds(kube, names):

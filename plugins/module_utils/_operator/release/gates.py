@@ -6,8 +6,8 @@
 # This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
-"""Version gates per the GPU Operator life-cycle policy (reference §8): upgrades within a major release (``YY.MM``)
-or to the next one only; no downgrade without ``force``."""
+"""Gates before any write: the GPU Operator life-cycle policy (reference §8: upgrades within a major release
+``YY.MM`` or to the next one only, no downgrade) and CRDs that would lose fields; ``force`` lifts both."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -56,6 +56,29 @@ def version_gate(current, target, majors=(), force=False):
         "upgrade from %s to %s skips the major release(s) %s; the GPU Operator life-cycle policy supports upgrades "
         "only within a major release or to the next one. Upgrade to v%d.%d.x first (or set force: true)"
         % (current, target, ", ".join("%d.%d" % m for m in skipped), later[0][0], later[0][1])
+    )
+
+
+def lost_fields_summary(lost):
+    """``(count, text)`` of ``{CRD name: [fields]}``: the total and, per CRD, its count and first fields."""
+    parts = [
+        "%s: %d (%s%s)" % (name, len(fields), ", ".join(fields[:3]), ", ..." if len(fields) > 3 else "")
+        for name, fields in sorted(lost.items())
+    ]
+    return sum(len(f) for f in lost.values()), "; ".join(parts)
+
+
+def crd_gate(lost, version, force=False):
+    """None when applying chart ``version``'s CRDs drops no field of the live CRDs (``lost``: ``{CRD: [fields]}``) or
+    ``force`` is set, else the reason (a sentence)."""
+    if not lost or force:
+        return None
+    count, text = lost_fields_summary(lost)
+    return (
+        "the CRDs in the cluster carry fields that chart %s's CRDs lack (they come from a newer chart): applying them "
+        "would drop %d field(s) from the stored schemas (%s), and the API server would prune those fields from every "
+        "stored object. Set force: true to apply them anyway, or choose a chart version whose CRDs carry these "
+        "fields" % (version, count, text)
     )
 
 

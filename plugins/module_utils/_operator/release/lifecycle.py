@@ -6,8 +6,9 @@
 # This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
-"""One run of the ``gpu_operator`` module: plan (check mode), CRDs by server-side apply before any install or
-upgrade, one ``helm upgrade --install``, rollback on failure, bounded ClusterPolicy readiness wait, uninstall.
+"""One run of the ``gpu_operator`` module: plan (check mode) with the chart rendered once, CRDs by server-side apply
+before any install or upgrade, one ``helm upgrade --install``, recovery by what helm wrote, bounded ClusterPolicy
+readiness wait, uninstall.
 
 Idempotence: nothing is written when the deployed chart version and its user-supplied values (``helm get values``)
 equal the target version and the effective values, and the CRDs already match.
@@ -35,6 +36,8 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.rele
     crd_changes,
     delete_crds,
     live_crds,
+    lost_fields,
+    other_owner,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.diffs import (
     absent_diff,
@@ -44,6 +47,8 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.rele
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.errors import ReleaseError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.gates import (
+    crd_gate,
+    lost_fields_summary,
     operator_version,
     repo_majors,
     version_gate,
@@ -52,10 +57,12 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.rele
     not_ready_summary,
     wait_ready,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.recovery import Recovery
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.values import (
     NFD_LABEL_PREFIX,
     SERVICE_MONITOR_CRD,
     ValuesError,
+    deep_merge,
     effective_values,
 )
 
@@ -90,6 +97,17 @@ class OperatorRelease:
         crd = self.kube.get_or_none("%s/%s" % (CRD_PATH, SERVICE_MONITOR_CRD), what="read the ServiceMonitor CRD")
         return {"nfd_labels": nfd, "service_monitor_crd": crd is not None}
 
+    def _values(self, chart, version, deployed_values):
+        """``(effective values, reasons, chart defaults)`` for chart ``version``."""
+        defaults = self.helm.show_values(chart, version)
+        try:
+            values, reasons = effective_values(
+                defaults, self.p.user_values(), self.p.fleet, self.cluster_facts(), deployed_values
+            )
+        except ValuesError as exc:
+            raise ReleaseError(str(exc)) from exc
+        return normalised(values), reasons, defaults
+
     # -- plan --------------------------------------------------------------------------------------
 
     def plan(self):
@@ -109,20 +127,12 @@ class OperatorRelease:
                 raise ReleaseError(reason, refused=True, from_version=current, to_version=target)
             elif operator_version(target) < operator_version(current):
                 self.warnings.append("downgrading %s -> %s because force is set" % (current, target))
-        chart_defaults = self.helm.show_values(chart, target)
         deployed_values = self.helm.get_values(p.release_name, p.release_namespace) if deployed else None
-        try:
-            values, reasons = effective_values(
-                chart_defaults, p.user_values(), p.fleet, self.cluster_facts(), deployed_values
-            )
-        except ValuesError as exc:
-            raise ReleaseError(str(exc)) from exc
-        values = normalised(values)
-        target_crds = self.helm.show_crds(chart, target)
-        names = [name_of(c) for c in target_crds]
-        crds = crd_changes(target_crds, live_crds(self.kube, names))
+        values, reasons, defaults = self._values(chart, target, deployed_values)
+        target_crds, skipped = self.helm.chart_crds(chart, target, deep_merge(defaults, values))
+        crds = crd_changes(target_crds, live_crds(self.kube, [name_of(c) for c in target_crds]))
+        self._crd_gate(crds, target)
         values_diff = value_changes(normalised(deployed_values), values) if deployed else []
-        deployed_values = deployed_values or {}
         healthy = deployed is not None and deployed.get("status") == "deployed"
         if not deployed:
             action = "install"
@@ -134,7 +144,7 @@ class OperatorRelease:
             action = "crds"
         else:
             action = "none"
-        return {
+        plan = {
             "action": action,
             "chart": chart.describe(),
             "from_version": current,
@@ -143,14 +153,55 @@ class OperatorRelease:
             "release_status": deployed.get("status") if deployed else None,
             "values_changed": values_diff,
             "crd_changes": crds,
+            "crds_skipped": skipped,
             "values": values,
             "values_reasons": reasons,
-            "previous_values": normalised(deployed_values),
+            "previous_values": normalised(deployed_values or {}),
             "_chart": chart,
+            "_deployed": deployed,
             # a release written by helm v3 records no method; helm v4's --server-side=auto keeps it client-side
             "_apply_method": (deployed.get("apply_method") or "csa") if deployed else None,
             "_crds": target_crds,
         }
+        plan["_manifest"] = self._render(plan) if action not in ("none", "crds") else None
+        return plan
+
+    def _crd_gate(self, crds, target):
+        lost = lost_fields(crds)
+        reason = crd_gate(lost, target, force=self.p.force)
+        if reason:
+            raise ReleaseError(reason, refused=True, to_version=target, crd_changes=crds)
+        if lost:
+            self.warnings.append(
+                "applying the CRDs of chart %s drops %d field(s) from the live CRDs because force is set: %s"
+                % ((target,) + lost_fields_summary(lost))
+            )
+
+    def _render(self, plan):
+        """The manifest helm renders (``helm template``): the chart's ``fail`` checks, its values schema and every
+        template run here, so such a failure stops the run before anything is written, check mode included."""
+        p = self.p
+        values_file = self._values_file(plan["values"])
+        try:
+            return self.helm.template(
+                p.release_name, p.release_namespace, plan["_chart"], plan["to_version"], values_file
+            )
+        except HelmError as exc:
+            deployed = plan["_deployed"]
+            state = (
+                "revision %s (chart %s) is still deployed" % (deployed["revision"], deployed["chart_version"])
+                if deployed
+                else "the release is not installed"
+            )
+            raise ReleaseError(
+                "chart %s does not render with these values, so helm would write no revision; nothing was changed "
+                "and %s: %s" % (plan["to_version"], state, exc.msg),
+                changed=False,
+                helm_error=exc.msg,
+                revision_written=False,
+                rolled_back=False,
+                plan=_public(plan),
+            ) from exc
 
     # -- writes ------------------------------------------------------------------------------------
 
@@ -162,14 +213,14 @@ class OperatorRelease:
 
     def install_or_upgrade(self, plan):
         p = self.p
-        values_file = self._values_file(plan["values"])
+        before = self.helm.history(p.release_name, p.release_namespace)
         try:
             self.helm.upgrade(
                 p.release_name,
                 p.release_namespace,
                 plan["_chart"],
                 plan["to_version"],
-                values_file,
+                self._values_file(plan["values"]),
                 wait=p.wait,
                 timeout=p.timeout,
                 force_conflicts=p.force_conflicts,
@@ -177,50 +228,7 @@ class OperatorRelease:
                 apply_method=plan["_apply_method"],
             )
         except HelmError as exc:
-            self._recover(plan, exc)
-
-    def _recover(self, plan, exc):
-        """After a failed helm write: roll back to the last good revision, then raise with both outcomes."""
-        p = self.p
-        history = self.helm.history(p.release_name, p.release_namespace)
-        latest = max((h.get("revision") or 0 for h in history), default=0)
-        good = [h for h in history if h.get("revision") != latest and h.get("status") in ("deployed", "superseded")]
-        if not good:
-            raise ReleaseError(
-                "helm install of %s failed and there is no earlier revision to roll back to: %s"
-                % (plan["_chart"].describe(), exc.msg),
-                changed=True,
-                helm_error=exc.msg,
-                rolled_back=False,
-            ) from exc
-        revision = max(h["revision"] for h in good)
-        try:
-            self.helm.rollback(
-                p.release_name,
-                p.release_namespace,
-                revision,
-                wait=p.wait,
-                timeout=p.timeout,
-                apply_method=plan["_apply_method"],
-            )
-        except HelmError as rb_exc:
-            raise ReleaseError(
-                "helm upgrade to %s failed: %s; the rollback to revision %d failed too: %s"
-                % (plan["to_version"], exc.msg, revision, rb_exc.msg),
-                changed=True,
-                helm_error=exc.msg,
-                rollback_error=rb_exc.msg,
-                rolled_back=False,
-            ) from exc
-        raise ReleaseError(
-            "helm upgrade to %s failed and the release was rolled back to revision %d (chart %s): %s"
-            % (plan["to_version"], revision, plan["from_version"], exc.msg),
-            changed=True,
-            helm_error=exc.msg,
-            rollback_error=None,
-            rolled_back=True,
-            rollback_revision=revision,
-        ) from exc
+            Recovery(self.helm, p, plan, before).fail(exc)
 
     # -- entry points ------------------------------------------------------------------------------
 
@@ -230,7 +238,7 @@ class OperatorRelease:
         if self.diff:
             result["diff"] = self._diff(plan)
         if self.check_mode or plan["action"] == "none":
-            result["release"] = self.deployed()
+            result["release"] = plan["_deployed"]
             return result
         result["crds_applied"] = apply_crds(self.kube, plan["_crds"])
         if plan["action"] != "crds":
@@ -257,15 +265,15 @@ class OperatorRelease:
         before_manifest = ""
         if plan["from_version"]:
             before_manifest = self.helm.get_manifest(p.release_name, p.release_namespace)
-        after_manifest = self.helm.template(
-            p.release_name, p.release_namespace, plan["_chart"], plan["to_version"], self._values_file(plan["values"])
-        )
+        after_manifest = plan["_manifest"]
+        if after_manifest is None:
+            after_manifest = self._render(plan)
         return present_diff(plan, before_manifest, after_manifest)
 
     def absent(self):
         p = self.p
         deployed = self.deployed()
-        crds = self._removable_crds() if p.remove_crds else []
+        crds, left = self._removable_crds(deployed) if p.remove_crds else ([], [])
         result = {
             "changed": bool(deployed) or bool(crds),
             "plan": {
@@ -274,7 +282,12 @@ class OperatorRelease:
             },
             "release": deployed,
             "crds_removed": crds,
+            "crds_left": left,
         }
+        if left:
+            self.warnings.append(
+                "remove_crds left these CRDs alone: %s" % "; ".join("%s (%s)" % (c["name"], c["reason"]) for c in left)
+            )
         if self.diff:
             result["diff"] = absent_diff(deployed, crds)
         if self.check_mode or not result["changed"]:
@@ -284,11 +297,33 @@ class OperatorRelease:
         delete_crds(self.kube, crds)
         return result
 
-    def _removable_crds(self):
-        names = list(OPERATOR_CRDS)
-        if self.p.chart_ref:
-            names = [name_of(c) for c in self.helm.show_crds(self.p.chart(), self.p.chart_version)]
-        return sorted(live_crds(self.kube, names))
+    def _removable_crds(self, deployed):
+        """``(names to delete, [{name, reason}] left alone)``: the live CRDs of the charts and subcharts this release
+        renders (its deployed values, or the values a ``present`` run would use) that no other owner manages."""
+        p = self.p
+        skipped = []
+        if p.chart_ref:
+            chart = p.chart()
+            version = deployed["chart_version"] if deployed else p.chart_version
+            if deployed:
+                values = self.helm.get_values(p.release_name, p.release_namespace, computed=True)
+            else:
+                values, _reasons, defaults = self._values(chart, version, None)
+                values = deep_merge(defaults, values)
+            crds, skipped = self.helm.chart_crds(chart, version, values)
+            names = [name_of(c) for c in crds]
+        else:
+            names = list(OPERATOR_CRDS)
+        live = live_crds(self.kube, names + [s["name"] for s in skipped])
+        left = [{"name": s["name"], "reason": s["reason"]} for s in skipped if s["name"] in live]
+        remove = []
+        for name in sorted(set(names) & set(live)):
+            owner = other_owner(live[name], p.release_name, p.release_namespace)
+            if owner:
+                left.append({"name": name, "reason": "another owner manages it: %s" % owner})
+            else:
+                remove.append(name)
+        return remove, sorted(left, key=lambda c: c["name"])
 
     def run(self):
         return self.present() if self.p.state == "present" else self.absent()

@@ -43,6 +43,7 @@ class ReleaseParams:
         "fleet",
         "detect",
         "force",
+        "rollback_on_failure",
         "force_conflicts",
         "wait",
         "timeout",
@@ -59,6 +60,7 @@ class ReleaseParams:
             setattr(self, name, kwargs.get(name))
         self.values = self.values or {}
         self.values_files = self.values_files or []
+        self.rollback_on_failure = self.rollback_on_failure is not False
 
     @classmethod
     def from_module(cls, params):

@@ -6,17 +6,98 @@
 # This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
-"""Whether the operator has rolled out: the ClusterPolicy's state and, per node, the operands not ready yet."""
+"""Whether the operator has rolled out: the ClusterPolicy's state and, per node, the operands not ready yet.
+
+A status counts only once the operator has observed the current spec: ``status.observedGeneration`` or, failing
+that, the ``Ready`` condition's ``observedGeneration`` must equal ``metadata.generation``. The object can only carry
+what its CRD carries (the API server prunes the rest), so this reads whichever field the installed CRD has. Where an
+object carries neither, the ClusterPolicy-managed driver must run the spec's version: every driver pod outside the
+nodes held back with ``nvidia.com/gpu-driver-upgrade.skip=true``.
+"""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import cluster_view, operand_ok
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
+    UPGRADE_SKIP_LABEL,
+    cluster_policy_in_use,
+    cluster_view,
+    operand_ok,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
+    is_true,
+    labels_of,
+    meta_of,
+    name_of,
+)
+
+
+def observed_generation(obj):
+    """``(generation the operator observed, where it says so)`` or ``(None, None)`` when ``obj`` carries neither."""
+    status = obj.get("status") or {}
+    if isinstance(status.get("observedGeneration"), int):
+        return status["observedGeneration"], "status.observedGeneration"
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "Ready" and isinstance(cond.get("observedGeneration"), int):
+            return cond["observedGeneration"], "the Ready condition's observedGeneration"
+    return None, None
+
+
+def _tag(image):
+    """The tag of an image reference (``repo/driver:595.91.07-ubuntu22.04@sha256:...`` -> ``595.91.07-ubuntu22.04``)."""
+    ref = str(image or "").split("@", 1)[0]
+    last = ref.rsplit("/", 1)[-1]
+    return last.split(":", 1)[1] if ":" in last else ""
+
+
+def old_driver_pods(policy, pods, nodes):
+    """``[(node, tag)]`` of driver pods whose image is not the ClusterPolicy's ``spec.driver.version`` (nodes with the
+    upgrade skip label left out); ``[]`` when the ClusterPolicy does not manage the driver."""
+    driver = (policy.get("spec") or {}).get("driver") or {}
+    version = driver.get("version")
+    if driver.get("enabled") is False or driver.get("useNvidiaDriverCRD") or not version:
+        return []
+    held = {name_of(n) for n in nodes if is_true(labels_of(n).get(UPGRADE_SKIP_LABEL))}
+    old = []
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if labels_of(pod).get("app.kubernetes.io/component") != "nvidia-driver" or node in held:
+            continue
+        if meta_of(pod).get("deletionTimestamp"):
+            continue
+        tag = _tag(((pod.get("spec") or {}).get("containers") or [{}])[0].get("image"))
+        if tag != version and not tag.startswith(version + "-"):
+            old.append((node, tag))
+    return sorted(old, key=lambda x: (x[0] or "", x[1]))
+
+
+def stale_status(kind, obj, pods=(), nodes=()):
+    """What is still old about ``obj`` (a sentence), or None once the operator has observed its spec."""
+    generation = meta_of(obj).get("generation")
+    observed, where = observed_generation(obj)
+    if observed is not None:
+        if generation is not None and observed < generation:
+            return (
+                "%s %s: the operator has observed generation %d (%s), the spec is at generation %d; its status is "
+                "from before the change" % (kind, name_of(obj), observed, where, generation)
+            )
+        return None
+    old = old_driver_pods(obj, pods, nodes) if kind == "ClusterPolicy" else []
+    if old:
+        version = obj["spec"]["driver"]["version"]
+        return "%s %s carries no observedGeneration and the driver pods do not run %s yet: %s" % (
+            kind,
+            name_of(obj),
+            version,
+            ", ".join("%s (%s)" % (node, tag or "no tag") for node, tag in old),
+        )
+    return None
 
 
 def readiness(kube, namespace):
-    """The ClusterPolicy's state and conditions and, per node, the operands (in ``namespace``) that are not ready."""
+    """The ClusterPolicy's state and conditions, whether the operator observed the current spec (``stale``: what is
+    still old) and, per node, the operands (in ``namespace``) that are not ready."""
     policies = kube.list_custom("nvidia.com", "v1", "clusterpolicies") or []
     drivers = kube.list_custom("nvidia.com", "v1alpha1", "nvidiadrivers")
     nodes = kube.list_core("nodes")
@@ -28,12 +109,18 @@ def readiness(kube, namespace):
         bad = sorted(c for c, s in node["operands"].items() if not operand_ok(s))
         if bad:
             not_ready[name] = bad
-    drivers_ready = (
-        all(d["ready"] for d in view["nvidia_drivers"]) if cp.get("driver", {}).get("use_nvidia_driver_crd") else True
-    )
+    use_drivers = cp.get("driver", {}).get("use_nvidia_driver_crd")
+    drivers_ready = all(d["ready"] for d in view["nvidia_drivers"]) if use_drivers else True
+    policy = cluster_policy_in_use(policies)
+    stale = [stale_status("ClusterPolicy", policy, pods, nodes)] if policy else []
+    stale += [stale_status("NVIDIADriver", d) for d in drivers or []] if use_drivers else []
+    stale = [s for s in stale if s]
     return {
-        "ready": bool(cp.get("ready")) and drivers_ready,
+        "ready": bool(cp.get("ready")) and drivers_ready and not stale,
         "state": cp.get("state"),
+        "generation": cp.get("generation"),
+        "observed_generation": observed_generation(policy)[0] if policy else None,
+        "stale": stale,
         "conditions": cp.get("conditions") or [],
         "nvidia_drivers": [{"name": d["name"], "state": d["state"]} for d in view["nvidia_drivers"]],
         "not_ready_operands": not_ready,
@@ -54,10 +141,10 @@ def wait_ready(kube, namespace, timeout, sleep, clock):
 
 
 def not_ready_summary(ready):
-    """One line of what is not ready: failing conditions, operands per node, unscheduled operands."""
-    parts = []
+    """One line of what is not ready: what is still old, failing conditions, operands per node, unscheduled ones."""
+    parts = list(ready.get("stale") or [])
     for cond in ready["conditions"]:
-        if cond.get("status") != "True" or cond.get("type") == "Error":
+        if (cond.get("status") == "True") is (cond.get("type") == "Error"):
             parts.append(
                 "%s=%s (%s: %s)" % (cond.get("type"), cond.get("status"), cond.get("reason"), cond.get("message"))
             )

@@ -16,6 +16,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm 
     HelmError,
     parse_version,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm.chart import dependency_enabled
 
 
 class FakeModule:
@@ -183,6 +184,12 @@ def test_force_conflicts_can_be_turned_off_on_v4():
 
 CRD_A = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: a.nvidia.com}\n"
 CRD_B = "---\nkind: CustomResourceDefinition\nmetadata: {name: b.nfd.k8s-sigs.io}\n---\nkind: ConfigMap\n"
+CRD_C = "kind: CustomResourceDefinition\nmetadata: {name: c.example.com}\n"
+PARENT = (
+    "name: gpu-operator\nversion: v26.7.0\ndependencies:\n"
+    "  - {name: node-feature-discovery, version: 0.19.0, condition: nfd.enabled}\n"
+    "  - {name: extras, version: 1.0.0, condition: 'extras.on,global.extras', tags: [optional]}\n"
+)
 
 
 def _tgz(path, files):
@@ -193,27 +200,80 @@ def _tgz(path, files):
             tar.addfile(info, io.BytesIO(data))
 
 
-def test_crds_are_read_per_file_from_the_chart_and_its_subcharts(tmp_path):
-    """One document per file even when a file has no leading ---, which helm v3's show crds would merge."""
+@pytest.fixture
+def chart(tmp_path):
+    """gpu-operator with an NFD subchart (an archive, condition nfd.enabled) and an unpacked one with tags."""
     sub = tmp_path / "nfd.tgz"
-    _tgz(sub, {"node-feature-discovery/crds/nfd-api-crds.yaml": CRD_B.encode()})
-    chart = tmp_path / "gpu-operator.tgz"
     _tgz(
-        chart,
+        sub,
         {
-            "gpu-operator/Chart.yaml": b"name: gpu-operator\n",
-            "gpu-operator/crds/nvidia.com_a.yaml": CRD_A.encode(),
-            "gpu-operator/templates/crds/not-a-crd-dir.yaml": b"kind: ConfigMap\n",
-            "gpu-operator/charts/node-feature-discovery-0.18.3.tgz": sub.read_bytes(),
+            "node-feature-discovery/Chart.yaml": b"name: node-feature-discovery\nversion: 0.19.0\n",
+            "node-feature-discovery/crds/nfd-api-crds.yaml": CRD_B.encode(),
         },
     )
-    crds = helm(FakeModule()).show_crds(ChartRef(str(chart)))
-    assert sorted(c["metadata"]["name"] for c in crds) == ["a.nvidia.com", "b.nfd.k8s-sigs.io"]
+    path = tmp_path / "gpu-operator.tgz"
+    _tgz(
+        path,
+        {
+            "gpu-operator/Chart.yaml": PARENT.encode(),
+            "gpu-operator/crds/nvidia.com_a.yaml": CRD_A.encode(),
+            "gpu-operator/templates/crds/not-a-crd-dir.yaml": b"kind: ConfigMap\n",
+            "gpu-operator/charts/node-feature-discovery-0.19.0.tgz": sub.read_bytes(),
+            "gpu-operator/charts/extras/Chart.yaml": b"name: extras\nversion: 1.0.0\n",
+            "gpu-operator/charts/extras/crds/c.yaml": CRD_C.encode(),
+        },
+    )
+    return ChartRef(str(path))
 
+
+def names(crds):
+    return sorted(c["metadata"]["name"] for c in crds)
+
+
+def test_crds_are_read_per_file_from_the_chart_and_its_enabled_subcharts(chart):
+    """One document per file even when a file has no leading ---, which helm v3's show crds would merge."""
+    crds, skipped = helm(FakeModule()).chart_crds(chart, None, {"nfd": {"enabled": True}})
+    assert names(crds) == ["a.nvidia.com", "b.nfd.k8s-sigs.io", "c.example.com"] and skipped == []
+
+
+def test_a_subchart_disabled_by_its_condition_contributes_no_crds_and_is_named(chart):
+    crds, skipped = helm(FakeModule()).chart_crds(chart, None, {"nfd": {"enabled": False}})
+    assert names(crds) == ["a.nvidia.com", "c.example.com"]
+    assert skipped == [
+        {
+            "name": "b.nfd.k8s-sigs.io",
+            "chart": "node-feature-discovery",
+            "reason": "subchart node-feature-discovery disabled by nfd.enabled=false",
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    "values, enabled, why",
+    [
+        ({}, True, None),
+        ({"tags": {"optional": False}}, False, "tags.optional=false"),
+        ({"tags": {"optional": False}, "extras": {"on": True}}, True, "extras.on=true"),
+        ({"global": {"extras": False}}, False, "global.extras=false"),
+        ({"extras": {"on": "yes"}, "global": {"extras": True}}, True, "global.extras=true"),
+    ],
+    ids=["default-on", "all-tags-false", "condition-beats-tags", "second-condition", "non-boolean-skipped"],
+)
+def test_conditions_and_tags_decide_as_helm_does(values, enabled, why):
+    dep = {"name": "extras", "condition": "extras.on,global.extras", "tags": ["optional"]}
+    assert dependency_enabled(dep, values) == (enabled, why)
+
+
+def test_crds_of_an_unpacked_chart_directory(tmp_path):
     directory = tmp_path / "dir" / "gpu-operator"
     (directory / "crds").mkdir(parents=True)
+    (directory / "Chart.yaml").write_text(PARENT)
     (directory / "crds" / "nvidia.com_a.yaml").write_text(CRD_A)
-    assert [c["metadata"]["name"] for c in helm(FakeModule()).show_crds(ChartRef(str(directory)))] == ["a.nvidia.com"]
+    (directory / "charts" / "extras" / "crds").mkdir(parents=True)
+    (directory / "charts" / "extras" / "Chart.yaml").write_text("name: extras\n")
+    (directory / "charts" / "extras" / "crds" / "c.yaml").write_text(CRD_C)
+    crds, skipped = helm(FakeModule()).chart_crds(ChartRef(str(directory)), None, {"extras": {"on": False}})
+    assert names(crds) == ["a.nvidia.com"] and [s["name"] for s in skipped] == ["c.example.com"]
 
 
 def test_crds_of_a_repository_chart_come_from_helm_pull():
@@ -224,14 +284,34 @@ def test_crds_of_a_repository_chart_come_from_helm_pull():
             return False
         _tgz(
             os.path.join(cmd[cmd.index("-d") + 1], "gpu-operator-v26.3.3.tgz"),
-            {"gpu-operator/crds/a.yaml": CRD_A.encode()},
+            {"gpu-operator/Chart.yaml": b"name: gpu-operator\n", "gpu-operator/crds/a.yaml": CRD_A.encode()},
         )
         return True
 
     m.rules.append((pull, (0, "", "")))
     h = helm(m)
-    assert [c["metadata"]["name"] for c in h.show_crds(REPO, "v26.3.3")] == ["a.nvidia.com"]
+    assert names(h.chart_crds(REPO, "v26.3.3", {})[0]) == ["a.nvidia.com"]
     assert m.cmds("pull")[0][2:5] == [REPO_ALIAS + "/gpu-operator", "--version", "v26.3.3"]
+
+
+def test_history_names_each_revision_s_chart_version_and_a_missing_release_has_none():
+    entries = [
+        {"revision": 1, "status": "superseded", "chart": "gpu-operator-v26.3.3"},
+        {"revision": 2, "status": "failed", "chart": "gpu-operator-v26.7.0-rc.1"},
+    ]
+    m = FakeModule(rules=[(lambda c: c[1] == "history", (0, json.dumps(entries), ""))])
+    assert [(h["revision"], h["chart_version"]) for h in helm(m).history("r", "ns")] == [
+        (1, "v26.3.3"),
+        (2, "v26.7.0-rc.1"),
+    ]
+    missing = FakeModule(rules=[(lambda c: c[1] == "history", (1, "", "Error: release: not found"))])
+    assert helm(missing).history("r", "ns") == []
+
+
+def test_computed_values_ask_helm_for_all_values():
+    m = FakeModule(rules=[(lambda c: c[1] == "get", (0, '{"nfd": {"enabled": false}}', ""))])
+    assert helm(m).get_values("r", "ns", computed=True) == {"nfd": {"enabled": False}}
+    assert m.cmds("get")[0][2:6] == ["values", "r", "-n", "ns"] and "--all" in m.cmds("get")[0]
 
 
 def test_a_failing_command_reports_cmd_rc_and_stderr():

@@ -158,3 +158,14 @@ def test_release_warnings_go_through_module_warn_never_as_a_result_key(monkeypat
     )
     assert out["_kind"] == ("fail" if fails else "exit") and "warnings" not in out
     assert warned == ["downgrading v26.3.3 -> v25.10.1 because force is set"]
+
+
+@pytest.mark.parametrize("given, expected", [({}, True), ({"rollback_on_failure": False}, False)])
+def test_rollback_on_failure_defaults_to_true_and_reaches_the_release(monkeypatch, tmp_path, given, expected):
+    seen = []
+    monkeypatch.setattr(
+        gpu_operator.OperatorRelease, "run", lambda self: seen.append(self.p.rollback_on_failure) or {"changed": False}
+    )
+    args = dict(chart_ref="gpu-operator", chart_repo_url="http://x", kubeconfig=KUBECONFIG, **given)
+    out = run_module(monkeypatch, server=EmptyCluster(), helm_binary=fake_helm(tmp_path), **args)
+    assert out["_kind"] == "exit" and seen == [expected]
