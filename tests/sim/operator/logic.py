@@ -32,6 +32,12 @@ FAULTS = (
     "upgrade-stuck-wait-for-jobs",
     "upgrade-failed",
     "mig-failed",
+    # GPUCluster mode (dra_devices.NODE_FAULTS; dra-deviceclass-missing goes on the GPUCluster instead)
+    "dra-slice-missing",
+    "dra-fewer-devices",
+    "dra-device-taint",
+    "dra-plugin-crashloop",
+    "dra-stale-generation",
 )
 DRIVER_FAULTS = {
     # fault → (last log line of nvidia-driver-ctr, termination message)

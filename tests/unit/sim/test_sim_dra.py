@@ -222,3 +222,18 @@ def test_gpu_nodes_name_their_nvml_fixture():
     pool = next(p for p in profiles.load("ci-dra").gpu_pools() if p.name == "a100")
     ann = profiles.node_manifest(pool, "a100-0", set_gpu_capacity=False)["metadata"]["annotations"]
     assert ann[D.ANN_NVML_PROFILE] == "a100-mig-8"
+
+
+def test_every_dra_node_fault_is_a_known_fault():
+    assert set(D.NODE_FAULTS) <= set(L.FAULTS)
+
+
+def test_a_crash_looping_plugin_pod_is_not_ready_and_says_why():
+    from tests.sim.operator.dra import CRASH_MESSAGE, crash_loop_status
+
+    pod = {"metadata": {"name": "plugin-x", "namespace": "gpu-operator"}, "spec": {"containers": [{"name": "gpus"}]}}
+    status = crash_loop_status(pod, "2026-12-04T00:00:00Z")["status"]
+    (gpus,) = status["containerStatuses"]
+    assert gpus["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+    assert gpus["lastState"]["terminated"]["message"] == CRASH_MESSAGE
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {"Ready": "False", "ContainersReady": "False"}
