@@ -46,14 +46,15 @@ author:
 extends_documentation_fragment:
   - gpuops.gpu_operator.kubeconfig
   - gpuops.gpu_operator.helm
-attributes:
-  check_mode:
-    support: full
-    description: Returns the plan (chart version change, values diff, CRD changes); writes nothing to the cluster.
-  diff_mode:
-    support: full
-    description: Returns the values and the rendered manifests before and after.
+  - gpuops.gpu_operator.attributes
+  - gpuops.gpu_operator.attributes.CHECK_MODE_PLAN
+  - gpuops.gpu_operator.attributes.DIFF
+  - gpuops.gpu_operator.attributes.PLATFORM_CLUSTER
+  - gpuops.gpu_operator.attributes.ACTIONGROUP_CLUSTER
 notes:
+  - In check mode it returns the plan (chart version change, values diff, CRD changes) and writes nothing to the
+    cluster.
+  - In diff mode it returns the values and the rendered manifests before and after.
   - With helm v4 (server-side apply) an upgrade after another client changed a field the chart renders (for example
     a canary that patched C(spec.driver.version) of the ClusterPolicy) is a field-manager conflict.
     O(force_conflicts=true), the default, passes C(--force-conflicts) so the chart's values win, as helm v3's
