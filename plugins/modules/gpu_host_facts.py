@@ -28,17 +28,13 @@ author:
   - gpuops.gpu_operator contributors (@gpuops)
 extends_documentation_fragment:
   - gpuops.gpu_operator.host_root
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads.
-  diff_mode:
-    support: none
-    description: The module returns no diff.
-  facts:
-    support: full
-    description: Returns RV(ansible_facts.gpu_host).
+  - gpuops.gpu_operator.attributes
+  - gpuops.gpu_operator.attributes.FACTS
+  - gpuops.gpu_operator.attributes.FACTS_MODULE
+  - gpuops.gpu_operator.attributes.PLATFORM_GPU_HOST
+  - gpuops.gpu_operator.attributes.ACTIONGROUP_GPU
 notes:
+  - The facts are RV(ansible_facts.gpu_host).
   - TOML parsing needs Python 3.11 (C(tomllib)) or C(tomli) on the target; otherwise the TOML sources are
     reported as V(toml_parser_unavailable) problems.
 seealso:
