@@ -87,3 +87,28 @@ def module_runner(testbed, base, module):
         return json.loads(out.read_text())
 
     return run
+
+
+# --- a real browser ---------------------------------------------------------------------------------------------
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def chromium(*args, tmp):
+    """Run Debian's headless Chromium (`make chromium`) with ``args`` and a profile in ``tmp``, with every host name
+    mapped away (a report must need no network); the finished process (``--dump-dom`` output in ``stdout``)."""
+    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: run `make chromium` (apt-get install chromium)"
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-extensions",
+        f"--user-data-dir={tmp}",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        *args,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc

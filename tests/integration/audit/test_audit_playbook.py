@@ -33,6 +33,7 @@ import yaml
 from kubernetes import client
 
 from tests.integration.conftest import _from_state, run_cli
+from tests.integration.helpers import chromium
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -40,7 +41,6 @@ HOSTS = ROOT / "tests" / "sim" / "hosts"
 PROFILES = ROOT / "tests" / "sim" / "nvml" / "profiles"
 LIB = ROOT / "build" / "nvml" / "libnvidia-ml.so.1"
 SCHEMA = json.loads((ROOT / "docs" / "audit-snapshot.schema.json").read_text())
-CHROMIUM = "/usr/bin/chromium"
 SHOT_DIR = ROOT / "build" / "audit"
 
 
@@ -285,24 +285,6 @@ class Fleet(HTMLParser):
             self._key = None
         elif tag == "table":
             self._in = False
-
-
-def chromium(*args, tmp):
-    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: run `make chromium` (apt-get install chromium)"
-    cmd = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-extensions",
-        f"--user-data-dir={tmp}",
-        "--host-resolver-rules=MAP * ~NOTFOUND",  # no network: the report must need none
-        *args,
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return proc
 
 
 def dom(url, tmp):

@@ -10,7 +10,6 @@ docs/screenshots/` after a change to the pages).
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -32,8 +31,8 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.aud
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.html_page import (  # noqa: E402
     render_html as validate_html,
 )
+from tests.integration.helpers import chromium  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
 SHOTS = REPO / "build" / "screenshots"
 NOW = "2026-12-03T15:00:00Z"
 WIDTH = 1400
@@ -63,36 +62,20 @@ def pages(tmp_path_factory):
     return paths
 
 
-def chromium(*args, tmp):
-    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: run `make chromium` (apt-get install chromium)"
-    cmd = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-extensions",
-        "--hide-scrollbars",
-        "--force-device-scale-factor=1",
-        f"--user-data-dir={tmp}",
-        "--host-resolver-rules=MAP * ~NOTFOUND",  # no network: the reports must need none
-        f"--window-size={WIDTH},1400",
-        *args,
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return proc
+def browser(*args, tmp):
+    """Chromium at 1,400 x 1,400 px, without scroll bars, one CSS pixel per screen pixel."""
+    return chromium("--hide-scrollbars", "--force-device-scale-factor=1", f"--window-size={WIDTH},1400", *args, tmp=tmp)
 
 
 def dom(url, tmp):
-    return html_dom.parse(chromium("--dump-dom", url, tmp=tmp).stdout)
+    return html_dom.parse(browser("--dump-dom", url, tmp=tmp).stdout)
 
 
 def screenshot(path, name, tmp):
     SHOTS.mkdir(parents=True, exist_ok=True)
     shot = SHOTS / f"{name}-report.png"
     shot.unlink(missing_ok=True)
-    chromium(f"--screenshot={shot}", path.as_uri(), tmp=tmp)
+    browser(f"--screenshot={shot}", path.as_uri(), tmp=tmp)
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
