@@ -3,7 +3,7 @@
 * floor: the simulated operator's upgrade controller alone moving every GPU node to a new driver at once
   (ClusterPolicy ``spec.driver.version`` patched, ``maxParallelUpgrades: 0``, ``maxUnavailable: 100%``, no skip
   labels) until every node is ``upgrade-done`` on it. No canary procedure can beat it.
-* canary: ``_canary.Canary`` in-process (the module's code path without Ansible's process start-up) - plan,
+* canary: ``canary.run.Canary`` in-process (the module's code path without Ansible's process start-up) - plan,
   prepare, then per wave ``run_wave`` (taint, release, wait, cluster-side proof) and ``finish_wave``; waves
   ``[canary, *--waves]``. Printed as ``canary / floor``; the extra is the waves' serialisation, the proof and the
   polling.
@@ -35,7 +35,8 @@ from pathlib import Path
 # _common (bench/_common.py) first: it makes the collection and tests.* importable
 from _common import ROOT, K8sClient, load_configuration
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.run import Canary, CanaryAbort
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import CanaryAbort
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.run import Canary
 
 STATE = "nvidia.com/gpu-driver-upgrade-state"
 SKIP = "nvidia.com/gpu-driver-upgrade.skip"

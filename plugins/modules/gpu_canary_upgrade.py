@@ -294,8 +294,12 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s i
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.plan import PlanError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.run import Canary, CanaryAbort
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import (
+    CanaryAbort,
+    PlanError,
+    failures_text,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.run import Canary
 
 
 def argspec():
@@ -334,8 +338,59 @@ def _fetch(url):
     return open_url(url, timeout=10).read().decode("utf-8", "replace")
 
 
+def _prepare(canary, p, plan, record, nodes, cp):
+    if not plan["gate"]["passed"]:
+        raise CanaryAbort("the gate failed: " + "; ".join(plan["gate"]["failures"]))
+    policy = dict(p["upgrade_policy"] or {})
+    policy.setdefault("autoUpgrade", True)
+    canary.prepare(record, nodes, cp, policy, hold_operands=p["hold_operands"])
+    return {}
+
+
+def _wave(canary, p, plan, record, nodes, cp):
+    opts = {
+        "driver_version": p["driver_version"],
+        "policy": p["eviction"],
+        "wait_selector": p["wait_for_completion_selector"],
+        "eviction_timeout": p["eviction_timeout"],
+        "wave_timeout": p["wave_timeout"],
+        "proof_timeout": p["proof_timeout"],
+        "dcgm_url": p["dcgm_url"],
+        "fetch": _fetch,
+    }
+    return {"wave": canary.run_wave(record, p["wave"], opts)}
+
+
+def _finish_wave(canary, p, plan, record, nodes, cp):
+    wave = canary.finish_wave(record, p["wave"], p["passed"], p["reason"], p["failed_nodes"] or None)
+    return {"wave": {"wave": wave}}
+
+
+def _rollback(canary, p, plan, record, nodes, cp):
+    if not plan["resumed"]:
+        raise PlanError("no progress record for this target in %s, so nothing to roll back" % plan["record"])
+    failed = canary.rollback(record, nodes, cp, p["wave_timeout"])
+    if failed:
+        raise CanaryAbort("rollback did not complete: %s" % failures_text(failed), failed=failed)
+    return {}
+
+
+#: What each step does after the plan (the plan step itself only reads), returning its own result keys.
+STEPS = {
+    "plan": lambda *_args: {},
+    "prepare": _prepare,
+    "wave": _wave,
+    "finish_wave": _finish_wave,
+    "rollback": _rollback,
+}
+
+
 def execute(module, client, clock=time.time, sleep=time.sleep):
+    """Plan (always), then run ``step``; returns the result dict."""
     p = module.params
+    step = p["step"]
+    if step in ("wave", "finish_wave") and p["wave"] is None:
+        raise PlanError("step=%s needs wave (the index of a wave in plan.waves)" % step)
     canary = Canary(
         client,
         namespace=p["operator_namespace"],
@@ -357,44 +412,11 @@ def execute(module, client, clock=time.time, sleep=time.sleep):
         wait_selector=p["wait_for_completion_selector"],
         cuda_images=p["cuda_images"],
     )
-    result = {"plan": plan, "record": record, "changes": canary.changes}
-    step = p["step"]
-    if step in ("wave", "finish_wave") and p["wave"] is None:
-        raise PlanError("step=%s needs wave (the index of a wave in plan.waves)" % step)
     if step in ("wave", "finish_wave") and not plan["resumed"] and not module.check_mode:
         raise PlanError("no progress record for this target in %s; run step=prepare first" % plan["record"])
-    if step == "prepare":
-        if not plan["gate"]["passed"]:
-            raise CanaryAbort("the gate failed: " + "; ".join(plan["gate"]["failures"]))
-        policy = dict(p["upgrade_policy"] or {})
-        policy.setdefault("autoUpgrade", True)
-        canary.prepare(record, nodes, cp, policy, hold_operands=p["hold_operands"])
-    elif step == "wave":
-        opts = {
-            "driver_version": p["driver_version"],
-            "policy": p["eviction"],
-            "wait_selector": p["wait_for_completion_selector"],
-            "eviction_timeout": p["eviction_timeout"],
-            "wave_timeout": p["wave_timeout"],
-            "proof_timeout": p["proof_timeout"],
-            "dcgm_url": p["dcgm_url"],
-            "fetch": _fetch,
-        }
-        result["wave"] = canary.run_wave(record, p["wave"], opts)
-    elif step == "finish_wave":
-        result["wave"] = {
-            "wave": canary.finish_wave(record, p["wave"], p["passed"], p["reason"], p["failed_nodes"] or None)
-        }
-    elif step == "rollback":
-        if not plan["resumed"]:
-            raise PlanError("no progress record for this target in %s, so nothing to roll back" % plan["record"])
-        failed = canary.rollback(record, nodes, cp, p["wave_timeout"])
-        if failed:
-            result["failed_nodes"] = failed
-            raise CanaryAbort("rollback did not complete: %s" % failed)
-    result["record"] = record
-    result["changed"] = bool(canary.changes)
-    result["api_requests"] = client.requests
+    result = {"plan": plan, "changes": canary.changes}
+    result.update(STEPS[step](canary, p, plan, record, nodes, cp))
+    result.update(record=record, changed=bool(canary.changes), api_requests=client.requests)
     return result
 
 

@@ -6,4 +6,10 @@
 # This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
-"""The canary upgrade: plan and steps."""
+"""The canary upgrade (module ``gpu_canary_upgrade``).
+
+Pure logic, no API calls: :mod:`.waves` (which nodes, in which waves), :mod:`.record` (the progress record),
+:mod:`.taints`, :mod:`.pods`, :mod:`.gate` and :mod:`.cuda` (what must be fixed first), :mod:`.proof` (is a node
+upgraded and healthy). Cluster steps over a :mod:`.session`: :mod:`.plan`, :mod:`.prepare`, :mod:`.wave` (with
+:mod:`.drain` and :mod:`.driver`) and :mod:`.rollback`; :mod:`.run` binds them as :class:`.run.Canary`.
+"""

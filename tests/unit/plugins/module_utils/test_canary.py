@@ -6,8 +6,18 @@ import json
 import pytest
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import plan as P
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.run import Canary, CanaryAbort
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import CanaryAbort, PlanError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import (
+    DEFAULT_TAINT_KEY,
+    DRIVER_VERSION_LABEL,
+    FAILED_ANNOTATION,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import (
+    WAVE_FAILED,
+    WAVE_PROVEN,
+    WAVE_UPGRADED,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.run import Canary
 
 STATE = "nvidia.com/gpu-driver-upgrade-state"
 SKIP = "nvidia.com/gpu-driver-upgrade.skip"
@@ -43,7 +53,7 @@ class FakeAPI:
                         "feature.node.kubernetes.io/pci-10de.present": "true",
                         "gpuops.io/pool": n.split("-")[0],
                         STATE: "upgrade-done",
-                        P.DRIVER_VERSION_LABEL: driver,
+                        DRIVER_VERSION_LABEL: driver,
                     },
                     "annotations": {},
                 },
@@ -66,7 +76,7 @@ class FakeAPI:
         target = self.cp["spec"]["driver"]["version"]
         for n, node in self.nodes.items():
             lab = node["metadata"]["labels"]
-            if lab.get(P.DRIVER_VERSION_LABEL) == target:
+            if lab.get(DRIVER_VERSION_LABEL) == target:
                 lab[STATE] = "upgrade-done"
             elif lab.get(SKIP) == "true":
                 lab[STATE] = "upgrade-required"
@@ -77,7 +87,7 @@ class FakeAPI:
                 node["spec"]["unschedulable"] = True  # the controller cordoned it and leaves it cordoned
             else:
                 lab[STATE] = "upgrade-done"
-                lab[P.DRIVER_VERSION_LABEL] = target
+                lab[DRIVER_VERSION_LABEL] = target
                 node["spec"].pop("unschedulable", None)
 
     # reads ---------------------------------------------------------------------------------------
@@ -106,7 +116,7 @@ class FakeAPI:
 
     def list_all(self, path, **_kw):
         self.requests += 1
-        if path.endswith("/daemonsets") and "label_selector" not in _kw:
+        if path.endswith("/daemonsets") and not _kw.get("label_selector"):
             return copy.deepcopy(self.daemonsets), {}
         return [], {}
 
@@ -219,14 +229,12 @@ def test_a_wave_upgrades_only_its_nodes_and_finishing_it_untaints_them():
     out = c.run_wave(rec, 0, {"policy": "evict"})
     assert set(out["nodes"]) == {"a-0", "h-0"} and all(not v["problems"] for v in out["nodes"].values())
     labels = {n: api.nodes[n]["metadata"]["labels"] for n in NAMES}
-    assert [n for n in NAMES if labels[n][P.DRIVER_VERSION_LABEL] == "610.1"] == ["a-0", "h-0"]
-    assert api.nodes["a-0"]["spec"]["taints"] == [
-        {"key": P.DEFAULT_TAINT_KEY, "value": "canary", "effect": "NoSchedule"}
-    ]
-    assert record(api)["waves"][0]["status"] == P.WAVE_UPGRADED
+    assert [n for n in NAMES if labels[n][DRIVER_VERSION_LABEL] == "610.1"] == ["a-0", "h-0"]
+    assert api.nodes["a-0"]["spec"]["taints"] == [{"key": DEFAULT_TAINT_KEY, "value": "canary", "effect": "NoSchedule"}]
+    assert record(api)["waves"][0]["status"] == WAVE_UPGRADED
     c.finish_wave(rec, 0, True)
     assert "taints" not in api.nodes["a-0"]["spec"]
-    assert record(api)["waves"][0]["status"] == P.WAVE_PROVEN and record(api)["phase"] == "in-progress"
+    assert record(api)["waves"][0]["status"] == WAVE_PROVEN and record(api)["phase"] == "in-progress"
     c.run_wave(rec, 1, {"policy": "evict"})
     c.finish_wave(rec, 1, True)
     assert record(api)["phase"] == "done"
@@ -243,13 +251,13 @@ def test_a_failed_canary_aborts_tainted_and_annotated_with_every_other_node_held
         c.run_wave(rec, 0, {"policy": "evict"})
     assert exc.value.failed == {"h-0": "the operator's upgrade controller set %s=upgrade-failed" % STATE}
     h0 = api.nodes["h-0"]
-    assert "canary" in h0["metadata"]["annotations"][P.FAILED_ANNOTATION]
-    assert h0["spec"]["taints"][0]["key"] == P.DEFAULT_TAINT_KEY
+    assert "canary" in h0["metadata"]["annotations"][FAILED_ANNOTATION]
+    assert h0["spec"]["taints"][0]["key"] == DEFAULT_TAINT_KEY
     for n in ["a-1", "a-2", "h-1", "h-2"]:
         lab = api.nodes[n]["metadata"]["labels"]
-        assert lab[SKIP] == "true" and lab[P.DRIVER_VERSION_LABEL] == "580.1" and "taints" not in api.nodes[n]["spec"]
+        assert lab[SKIP] == "true" and lab[DRIVER_VERSION_LABEL] == "580.1" and "taints" not in api.nodes[n]["spec"]
     rec2 = record(api)
-    assert rec2["phase"] == "aborted" and rec2["waves"][0]["status"] == P.WAVE_FAILED and "h-0" in rec2["reason"]
+    assert rec2["phase"] == "aborted" and rec2["waves"][0]["status"] == WAVE_FAILED and "h-0" in rec2["reason"]
 
 
 def test_a_rerun_resumes_the_record_and_retries_the_node_it_left_failed():
@@ -266,8 +274,8 @@ def test_a_rerun_resumes_the_record_and_retries_the_node_it_left_failed():
     assert plan["resumed"] and plan["phase"] == "aborted" and plan["gate"]["passed"]
     c2.prepare(rec, nodes, cp, {})
     c2.run_wave(rec, 0, {"policy": "evict"})
-    assert api.nodes["h-0"]["metadata"]["labels"][P.DRIVER_VERSION_LABEL] == "610.1"
-    assert P.FAILED_ANNOTATION not in api.nodes["h-0"]["metadata"]["annotations"]
+    assert api.nodes["h-0"]["metadata"]["labels"][DRIVER_VERSION_LABEL] == "610.1"
+    assert FAILED_ANNOTATION not in api.nodes["h-0"]["metadata"]["annotations"]
 
 
 def test_another_target_while_a_run_is_unfinished_is_refused():
@@ -275,7 +283,7 @@ def test_another_target_while_a_run_is_unfinished_is_refused():
     c = canary(api)
     _plan, rec, nodes, cp = planned(api, c)
     c.prepare(rec, nodes, cp, {})
-    with pytest.raises(P.PlanError, match="unfinished canary upgrade"):
+    with pytest.raises(PlanError, match="unfinished canary upgrade"):
         planned(api, canary(api), target="620.1")
 
 
@@ -308,8 +316,8 @@ def test_the_roles_failed_proof_aborts_the_wave_with_its_reason():
     c.run_wave(rec, 0, {"policy": "evict"})
     with pytest.raises(CanaryAbort, match="smoke pod failed"):
         c.finish_wave(rec, 0, False, "smoke pod failed on h-0", ["h-0"])
-    assert "smoke pod failed" in api.nodes["h-0"]["metadata"]["annotations"][P.FAILED_ANNOTATION]
-    assert P.FAILED_ANNOTATION not in api.nodes["a-0"]["metadata"]["annotations"]
+    assert "smoke pod failed" in api.nodes["h-0"]["metadata"]["annotations"][FAILED_ANNOTATION]
+    assert FAILED_ANNOTATION not in api.nodes["a-0"]["metadata"]["annotations"]
     assert api.nodes["a-0"]["spec"]["taints"]  # the whole wave stays tainted
 
 
@@ -323,16 +331,16 @@ def test_rollback_points_the_driver_back_and_releases_every_node():
     assert failed == {}
     assert api.cp["spec"]["driver"]["version"] == "580.1"
     for n in NAMES:
-        assert api.nodes[n]["metadata"]["labels"][P.DRIVER_VERSION_LABEL] == "580.1"
+        assert api.nodes[n]["metadata"]["labels"][DRIVER_VERSION_LABEL] == "580.1"
         assert SKIP not in api.nodes[n]["metadata"]["labels"] and "taints" not in api.nodes[n]["spec"]
     assert record(api)["phase"] == "rolled-back"
 
 
 def test_an_empty_canary_pool_and_unknown_canary_nodes_are_errors_naming_the_fix():
     api = FakeAPI(NAMES)
-    with pytest.raises(P.PlanError, match="not GPU nodes of this cluster"):
+    with pytest.raises(PlanError, match="not GPU nodes of this cluster"):
         canary(api).plan("610.1", None, ["nope"], "", ["100%"])
-    with pytest.raises(P.PlanError, match="canary pool is empty"):
+    with pytest.raises(PlanError, match="canary pool is empty"):
         canary(api).plan("610.1", None, [], "gpuops.io/canary=true", ["100%"])
 
 
@@ -390,16 +398,16 @@ def run_module(api, check_mode=False, **params):
 
 def test_the_module_runs_a_wave_only_after_prepare_and_reports_changed_only_when_it_wrote():
     api = FakeAPI(NAMES)
-    with pytest.raises(P.PlanError, match="run step=prepare first"):
+    with pytest.raises(PlanError, match="run step=prepare first"):
         run_module(api, step="wave", wave=0)
-    with pytest.raises(P.PlanError, match="needs wave"):
+    with pytest.raises(PlanError, match="needs wave"):
         run_module(api, step="finish_wave")
     plan = run_module(api, step="plan")
     assert plan["changed"] is False and api.writes == []
     assert run_module(api, step="prepare")["changed"] is True
     assert run_module(api, step="prepare")["changed"] is False  # idempotent
     out = run_module(api, step="wave", wave=0, poll_interval=0.5)
-    assert out["wave"]["wave"]["status"] == P.WAVE_UPGRADED and out["changed"] is True
+    assert out["wave"]["wave"]["status"] == WAVE_UPGRADED and out["changed"] is True
 
 
 def test_the_module_refuses_to_prepare_when_the_gate_fails():
@@ -434,5 +442,5 @@ def test_the_module_refuses_to_prepare_when_a_running_workloads_cuda_needs_a_new
     with pytest.raises(CanaryAbort, match=r"default/trainer .*CUDA 13\.0, which needs driver 580\.65\.06.*570\.1"):
         run_module(api, step="prepare", driver_version="570.1", cuda_images=rules)
     assert api.writes == []
-    with pytest.raises(P.PlanError, match=r"cuda_images\[0\]"):
+    with pytest.raises(PlanError, match=r"cuda_images\[0\]"):
         run_module(api, step="plan", cuda_images=[{"image": "("}])

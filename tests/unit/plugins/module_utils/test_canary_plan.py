@@ -2,7 +2,46 @@
 
 import pytest
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import plan as P
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.cuda import (
+    cuda_image_rules,
+    image_cuda,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import PlanError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.gate import gate
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import (
+    DRIVER_VERSION_LABEL,
+    FAILED_ANNOTATION,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.pods import (
+    parse_selector,
+    selector_matches,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.proof import (
+    dcgm_xid_by_node,
+    node_upgrade_status,
+    prove_node,
+    xid_events,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import (
+    RECORD_KEY,
+    WAVE_PROVEN,
+    decode_record,
+    encode_record,
+    new_record,
+    next_wave,
+    same_target,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.taints import (
+    taints_with,
+    taints_without,
+    tolerates,
+    with_toleration,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.waves import (
+    interleave_pools,
+    plan_waves,
+    wave_targets,
+)
 
 STATE = "nvidia.com/gpu-driver-upgrade-state"
 SKIP = "nvidia.com/gpu-driver-upgrade.skip"
@@ -31,14 +70,14 @@ def gpu_pod(name, node_name, labels=None, ns="default", phase="Running"):
 
 
 def test_wave_entries_are_cumulative_counts_or_percentages_rounded_up():
-    assert P.wave_targets([1, "10%", "25%", "100%"], 40) == [1, 4, 10, 40]
-    assert P.wave_targets(["34%", "100%"], 3) == [2, 3]
-    assert P.wave_targets(["5", "100%"], 8) == [5, 8]
+    assert wave_targets([1, "10%", "25%", "100%"], 40) == [1, 4, 10, 40]
+    assert wave_targets(["34%", "100%"], 3) == [2, 3]
+    assert wave_targets(["5", "100%"], 8) == [5, 8]
 
 
 def test_a_wave_that_adds_no_node_is_dropped_and_counts_are_capped_at_the_total():
-    assert P.wave_targets([1, "10%", "100%"], 5) == [1, 5]
-    assert P.wave_targets([50], 3) == [3]
+    assert wave_targets([1, "10%", "100%"], 5) == [1, 5]
+    assert wave_targets([50], 3) == [3]
 
 
 @pytest.mark.parametrize(
@@ -53,12 +92,12 @@ def test_a_wave_that_adds_no_node_is_dropped_and_counts_are_capped_at_the_total(
     ],
 )
 def test_bad_wave_entries_name_the_entry_and_the_fix(waves, message):
-    with pytest.raises(P.PlanError, match=message):
-        P.wave_targets(waves, 10)
+    with pytest.raises(PlanError, match=message):
+        wave_targets(waves, 10)
 
 
 def test_the_plan_puts_the_canary_first_then_splits_the_rest_and_reports_what_no_wave_covers():
-    plan, unplanned = P.plan_waves(["c0"], ["n1", "n2", "n3", "n4"], [1, "50%"])
+    plan, unplanned = plan_waves(["c0"], ["n1", "n2", "n3", "n4"], [1, "50%"])
     assert [(w["index"], w["name"], w["nodes"]) for w in plan] == [
         (0, "canary", ["c0"]),
         (1, "wave-1", ["n1"]),
@@ -69,30 +108,30 @@ def test_the_plan_puts_the_canary_first_then_splits_the_rest_and_reports_what_no
 
 def test_the_rest_alternates_pools_in_natural_name_order():
     pool = {"h-1": "h", "h-2": "h", "h-10": "h", "a-1": "a", "a-2": "a"}
-    assert P.interleave_pools(list(pool), pool.get) == ["a-1", "h-1", "a-2", "h-2", "h-10"]
+    assert interleave_pools(list(pool), pool.get) == ["a-1", "h-1", "a-2", "h-2", "h-10"]
 
 
 # ---------------------------------------------------------------------------------------------- record
 
 
 def test_the_record_round_trips_through_a_configmap_and_knows_the_next_wave():
-    plan, _unplanned = P.plan_waves(["c0"], ["n1"], ["100%"])
-    rec = P.new_record({"driver_version": "2"}, {"driver_version": "1"}, {"key": "k"}, plan, [], [], "t0")
-    cm = {"data": {P.RECORD_KEY: P.encode_record(rec)}}
-    back = P.decode_record(cm)
-    assert back == rec and P.next_wave(back) == 0
-    back["waves"][0]["status"] = P.WAVE_PROVEN
-    assert P.next_wave(back) == 1
-    back["waves"][1]["status"] = P.WAVE_PROVEN
-    assert P.next_wave(back) is None
-    assert P.same_target(back, {"driver_version": "2"}) and not P.same_target(back, {"driver_version": "3"})
+    plan, _unplanned = plan_waves(["c0"], ["n1"], ["100%"])
+    rec = new_record({"driver_version": "2"}, {"driver_version": "1"}, {"key": "k"}, plan, [], [], "t0")
+    cm = {"data": {RECORD_KEY: encode_record(rec)}}
+    back = decode_record(cm)
+    assert back == rec and next_wave(back) == 0
+    back["waves"][0]["status"] = WAVE_PROVEN
+    assert next_wave(back) == 1
+    back["waves"][1]["status"] = WAVE_PROVEN
+    assert next_wave(back) is None
+    assert same_target(back, {"driver_version": "2"}) and not same_target(back, {"driver_version": "3"})
 
 
 @pytest.mark.parametrize(
     "cm", [None, {}, {"data": {}}, {"data": {"record": "{"}}, {"data": {"record": '{"version": 9}'}}]
 )
 def test_a_missing_or_unreadable_record_is_none(cm):
-    assert P.decode_record(cm) is None
+    assert decode_record(cm) is None
 
 
 # ---------------------------------------------------------------------------------------------- tolerations, taints
@@ -100,23 +139,23 @@ def test_a_missing_or_unreadable_record_is_none(cm):
 
 def test_a_toleration_is_added_only_when_nothing_tolerates_the_taint():
     key, eff = "gpuops.io/canary-upgrade", "NoSchedule"
-    tols, changed = P.with_toleration([{"key": "nvidia.com/gpu", "operator": "Exists"}], key, eff)
+    tols, changed = with_toleration([{"key": "nvidia.com/gpu", "operator": "Exists"}], key, eff)
     assert changed and tols[-1] == {"key": key, "operator": "Exists", "effect": eff}
     for tolerating in (
         [{"operator": "Exists"}],
         [{"key": key, "operator": "Exists"}],
         [{"key": key, "value": "x", "operator": "Exists", "effect": eff}],
     ):
-        assert P.with_toleration(tolerating, key, eff) == (tolerating, False)
-    assert P.tolerates([{"key": key, "operator": "Exists", "effect": "NoExecute"}], key, eff) is False
+        assert with_toleration(tolerating, key, eff) == (tolerating, False)
+    assert tolerates([{"key": key, "operator": "Exists", "effect": "NoExecute"}], key, eff) is False
 
 
 def test_taints_are_added_once_and_removed_by_key_and_effect():
-    taints, changed = P.taints_with([{"key": "other", "effect": "NoSchedule"}], "k", "NoSchedule", "canary")
+    taints, changed = taints_with([{"key": "other", "effect": "NoSchedule"}], "k", "NoSchedule", "canary")
     assert changed and taints[-1] == {"key": "k", "value": "canary", "effect": "NoSchedule"}
-    assert P.taints_with(taints, "k", "NoSchedule", "wave-1") == (taints, False)
-    assert P.taints_without(taints, "k", "NoSchedule") == ([{"key": "other", "effect": "NoSchedule"}], True)
-    assert P.taints_without([], "k", "NoSchedule") == ([], False)
+    assert taints_with(taints, "k", "NoSchedule", "wave-1") == (taints, False)
+    assert taints_without(taints, "k", "NoSchedule") == ([{"key": "other", "effect": "NoSchedule"}], True)
+    assert taints_without([], "k", "NoSchedule") == ([], False)
 
 
 @pytest.mark.parametrize(
@@ -132,7 +171,7 @@ def test_taints_are_added_once_and_removed_by_key_and_effect():
     ],
 )
 def test_label_selectors(selector, labels, match):
-    assert P.selector_matches(labels, P.parse_selector(selector)) is match
+    assert selector_matches(labels, parse_selector(selector)) is match
 
 
 # ---------------------------------------------------------------------------------------------- gate
@@ -141,12 +180,12 @@ def test_label_selectors(selector, labels, match):
 def test_the_gate_fails_on_a_foreign_upgrade_failure_and_a_foreign_cordon_but_not_on_its_own():
     nodes = [
         node("old-failure", "upgrade-failed"),
-        node("ours", "upgrade-failed", unschedulable=True, annotations={P.FAILED_ANNOTATION: "earlier canary"}),
+        node("ours", "upgrade-failed", unschedulable=True, annotations={FAILED_ANNOTATION: "earlier canary"}),
         node("cordoned", "upgrade-done", unschedulable=True),
         node("upgrading", "wait-for-jobs-required", unschedulable=True),
         node("not-planned", "upgrade-failed", unschedulable=True),
     ]
-    g = P.gate(nodes, [], [], ["old-failure", "ours", "cordoned", "upgrading"], None, "k")
+    g = gate(nodes, [], [], ["old-failure", "ours", "cordoned", "upgrading"], None, "k")
     assert not g["passed"]
     assert g["cordoned"] == ["cordoned"]
     assert len(g["failures"]) == 2
@@ -166,7 +205,7 @@ def test_the_gate_lists_gpu_jobs_their_pdbs_and_which_are_waited_for():
         "spec": {"selector": {"matchLabels": {"app": "infer"}}, "minAvailable": 1},
         "status": {"disruptionsAllowed": 0},
     }
-    g = P.gate([node("n1")], pods, [pdb], ["n1"], None, "k", wait_selector="ckpt=yes")
+    g = gate([node("n1")], pods, [pdb], ["n1"], None, "k", wait_selector="ckpt=yes")
     assert g["passed"]
     assert [(j["pod"], j["wait_for_completion"], j["pdbs"]) for j in g["gpu_jobs"]] == [
         ("default/infer", False, ["default/infer-pdb"]),
@@ -201,7 +240,7 @@ def cuda_pod(name, node_name, image, resource="nvidia.com/gpu", phase="Running")
     ],
 )
 def test_the_cuda_version_is_read_from_nvidia_cuda_image_tags(image, cuda):
-    assert P.image_cuda(image) == (cuda, "NVIDIA CUDA image tag")
+    assert image_cuda(image) == (cuda, "NVIDIA CUDA image tag")
 
 
 @pytest.mark.parametrize(
@@ -219,28 +258,28 @@ def test_the_cuda_version_is_read_from_nvidia_cuda_image_tags(image, cuda):
     ],
 )
 def test_no_cuda_version_is_guessed_for_other_images(image):
-    cuda, why = P.image_cuda(image)
+    cuda, why = image_cuda(image)
     assert cuda is None and why
 
 
 def test_user_rules_give_the_cuda_version_of_other_images_and_come_first():
-    rules = P.cuda_image_rules(
+    rules = cuda_image_rules(
         [
             {"image": r"^registry\.example\.com/ml/trainer:", "cuda": "12.6"},
             {"image": r"cuda(?P<cuda>\d+\.\d+)"},
             {"image": r"^nvcr\.io/nvidia/pytorch:24\.05", "cuda": "12.4.1"},
         ]
     )
-    assert P.image_cuda("registry.example.com/ml/trainer:v3", rules) == ("12.6", "cuda_images rule %r" % rules[0][2])
-    assert P.image_cuda("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0", rules)[0] == "12.5"
-    assert P.image_cuda("nvcr.io/nvidia/pytorch:24.05-py3", rules)[0] == "12.4"
-    assert P.image_cuda("nvcr.io/nvidia/cuda:13.0.0-base", rules) == ("13.0", "NVIDIA CUDA image tag")
+    assert image_cuda("registry.example.com/ml/trainer:v3", rules) == ("12.6", "cuda_images rule %r" % rules[0][2])
+    assert image_cuda("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0", rules)[0] == "12.5"
+    assert image_cuda("nvcr.io/nvidia/pytorch:24.05-py3", rules)[0] == "12.4"
+    assert image_cuda("nvcr.io/nvidia/cuda:13.0.0-base", rules) == ("13.0", "NVIDIA CUDA image tag")
     # a rule that matches before the tag rule wins
-    first = P.cuda_image_rules([{"image": "nvidia/cuda", "cuda": "11.0"}])
-    assert P.image_cuda("nvidia/cuda:13.0.0-base", first)[0] == "11.0"
+    first = cuda_image_rules([{"image": "nvidia/cuda", "cuda": "11.0"}])
+    assert image_cuda("nvidia/cuda:13.0.0-base", first)[0] == "11.0"
     # a capture that is not a version is unknown, not guessed
-    bad = P.cuda_image_rules([{"image": r"trainer:(\w+)"}])
-    cuda, why = P.image_cuda("registry.example.com/ml/trainer:latest", bad)
+    bad = cuda_image_rules([{"image": r"trainer:(\w+)"}])
+    cuda, why = image_cuda("registry.example.com/ml/trainer:latest", bad)
     assert cuda is None and "not a CUDA version" in why
 
 
@@ -255,8 +294,8 @@ def test_user_rules_give_the_cuda_version_of_other_images_and_come_first():
     ],
 )
 def test_bad_cuda_image_rules_are_refused_with_the_entry_named(entries, match):
-    with pytest.raises(P.PlanError, match=match):
-        P.cuda_image_rules(entries)
+    with pytest.raises(PlanError, match=match):
+        cuda_image_rules(entries)
 
 
 def test_the_gate_fails_when_the_target_driver_is_older_than_a_running_workloads_cuda_needs():
@@ -265,7 +304,7 @@ def test_the_gate_fails_when_the_target_driver_is_older_than_a_running_workloads
         cuda_pod("mig", "n1", "nvidia/cuda:12.4.1-runtime-ubuntu22.04", resource="nvidia.com/mig-1g.10gb"),
         cuda_pod("old", "n1", "nvcr.io/nvidia/cuda:12.0.1-base"),
     ]
-    g = P.gate([node("n1")], pods, [], ["n1"], None, "k", target_driver="570.86.10")
+    g = gate([node("n1")], pods, [], ["n1"], None, "k", target_driver="570.86.10")
     assert not g["passed"]
     assert len(g["failures"]) == 1
     msg = g["failures"][0]
@@ -286,14 +325,14 @@ def test_the_gate_passes_when_the_target_driver_meets_every_workloads_minimum():
         cuda_pod("elsewhere", "other", "nvcr.io/nvidia/cuda:13.0.0-base-ubuntu22.04"),  # not a planned node
         cuda_pod("done", "n1", "nvcr.io/nvidia/cuda:13.0.0-base-ubuntu22.04", phase="Succeeded"),
     ]
-    g = P.gate([node("n1"), node("other")], pods, [], ["n1"], None, "k", target_driver="580.65.06")
+    g = gate([node("n1"), node("other")], pods, [], ["n1"], None, "k", target_driver="580.65.06")
     assert g["passed"], g["failures"]
     assert [(w["pod"], w["ok"]) for w in g["cuda"]["workloads"]] == [("default/train", True)]
     # with a lower target only the planned, running one fails
-    g = P.gate([node("n1"), node("other")], pods, [], ["n1"], None, "k", target_driver="575.1")
+    g = gate([node("n1"), node("other")], pods, [], ["n1"], None, "k", target_driver="575.1")
     assert [f.split(" (")[0] for f in g["failures"]] == ["pod default/train"]
     # a chart-only upgrade (no target driver) lists the versions and compares nothing
-    g = P.gate([node("n1")], pods, [], ["n1"], None, "k", target_driver=None)
+    g = gate([node("n1")], pods, [], ["n1"], None, "k", target_driver=None)
     assert g["passed"] and g["cuda"]["target_driver"] is None and g["cuda"]["workloads"][0]["ok"] is None
 
 
@@ -303,7 +342,7 @@ def test_unknown_cuda_versions_are_listed_as_info_and_fail_nothing():
         cuda_pod("future", "n1", "nvcr.io/nvidia/cuda:14.0.0-base"),  # not in the compatibility matrix
         gpu_pod("noimage", "n1"),
     ]
-    g = P.gate([node("n1")], pods, [], ["n1"], None, "k", target_driver="470.1")
+    g = gate([node("n1")], pods, [], ["n1"], None, "k", target_driver="470.1")
     assert g["passed"], g["failures"]
     assert g["cuda"]["workloads"] == []
     unknown = {u["pod"]: u for u in g["cuda"]["unknown"]}
@@ -312,8 +351,8 @@ def test_unknown_cuda_versions_are_listed_as_info_and_fail_nothing():
     assert unknown["default/future"]["cuda"] == "14.0"
     assert "not in the compatibility matrix" in unknown["default/future"]["reason"]
     # a user rule makes the custom image known, and then it is compared
-    rules = P.cuda_image_rules([{"image": "^registry\\.example\\.com/ml/trainer:", "cuda": "12.6"}])
-    g = P.gate([node("n1")], pods, [], ["n1"], None, "k", target_driver="470.1", cuda_rules=rules)
+    rules = cuda_image_rules([{"image": "^registry\\.example\\.com/ml/trainer:", "cuda": "12.6"}])
+    g = gate([node("n1")], pods, [], ["n1"], None, "k", target_driver="470.1", cuda_rules=rules)
     assert not g["passed"] and "pod default/custom" in g["failures"][0] and "CUDA 12.6" in g["failures"][0]
 
 
@@ -321,17 +360,17 @@ def test_unknown_cuda_versions_are_listed_as_info_and_fail_nothing():
 
 
 def test_a_node_is_upgraded_when_its_driver_label_is_the_target_and_the_controller_is_done():
-    done = node("n", "upgrade-done", labels={P.DRIVER_VERSION_LABEL: "610.1"})
-    assert P.node_upgrade_status(done, "610.1")[0] == "done"
-    assert P.node_upgrade_status(done, "610.2")[0] == "waiting"
-    held = node("n", "upgrade-required", labels={SKIP: "true", P.DRIVER_VERSION_LABEL: "580.1"})
-    assert P.node_upgrade_status(held, "610.1") == ("waiting", "skip label still set")
-    assert P.node_upgrade_status(node("n", "upgrade-failed"), "610.1")[0] == "failed"
+    done = node("n", "upgrade-done", labels={DRIVER_VERSION_LABEL: "610.1"})
+    assert node_upgrade_status(done, "610.1")[0] == "done"
+    assert node_upgrade_status(done, "610.2")[0] == "waiting"
+    held = node("n", "upgrade-required", labels={SKIP: "true", DRIVER_VERSION_LABEL: "580.1"})
+    assert node_upgrade_status(held, "610.1") == ("waiting", "skip label still set")
+    assert node_upgrade_status(node("n", "upgrade-failed"), "610.1")[0] == "failed"
 
 
 def view(**kw):
     base = {
-        "labels": {P.DRIVER_VERSION_LABEL: "610.1"},
+        "labels": {DRIVER_VERSION_LABEL: "610.1"},
         "ready": True,
         "capacity": {"nvidia.com/gpu": 8},
         "allocatable": {"nvidia.com/gpu": 8},
@@ -342,13 +381,13 @@ def view(**kw):
 
 
 def test_the_proof_passes_a_healthy_upgraded_node():
-    assert P.prove_node(view(), "610.1", []) == []
+    assert prove_node(view(), "610.1", []) == []
 
 
 @pytest.mark.parametrize(
     ("kw", "xids", "dcgm", "expect"),
     [
-        ({"labels": {P.DRIVER_VERSION_LABEL: "580.1"}}, [], None, "not the target 610.1"),
+        ({"labels": {DRIVER_VERSION_LABEL: "580.1"}}, [], None, "not the target 610.1"),
         ({"ready": False}, [], None, "not Ready"),
         ({"allocatable": {"nvidia.com/gpu": 7}}, [], None, "allocatable GPUs 7 below capacity 8"),
         ({"capacity": {}, "allocatable": {}}, [], None, "no GPU capacity"),
@@ -364,7 +403,7 @@ def test_the_proof_passes_a_healthy_upgraded_node():
     ],
 )
 def test_each_proof_failure_names_what_is_wrong(kw, xids, dcgm, expect):
-    problems = P.prove_node(view(**kw), "610.1", xids, dcgm)
+    problems = prove_node(view(**kw), "610.1", xids, dcgm)
     assert len(problems) == 1 and expect in problems[0], problems
 
 
@@ -391,7 +430,7 @@ def test_only_xid_events_of_the_node_since_the_wave_started_count():
             "lastTimestamp": "2026-12-03T10:00:05Z",
         },
     ]
-    assert P.xid_events(events, "n", "2026-12-03T10:00:00Z") == [events[0]]
+    assert xid_events(events, "n", "2026-12-03T10:00:00Z") == [events[0]]
 
 
 def test_dcgm_xid_errors_are_read_per_hostname():
@@ -404,4 +443,4 @@ def test_dcgm_xid_errors_are_read_per_hostname():
             'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="n2"} 40',
         ]
     )
-    assert P.dcgm_xid_by_node(text) == {"n1": [79]}
+    assert dcgm_xid_by_node(text) == {"n1": [79]}

@@ -1,0 +1,241 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+
+# This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
+# incompatibly at any time, including in a patch release. Do not use it elsewhere.
+
+"""What every step of one canary run shares: the API client and its reads, the progress record, and the writes.
+
+Every write goes through :meth:`CanarySession.act`, which records a human-readable change and does nothing in check
+mode. Reads are a few paginated LISTs per step or poll, never one GET per node.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+from functools import partial
+from urllib.parse import quote
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
+    annotations_of,
+    labels_of,
+    meta_of,
+    name_of,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import DEFAULT_TAINT_KEY
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import (
+    RECORD_KEY,
+    decode_record,
+    encode_record,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.taints import (
+    taints_with,
+    taints_without,
+)
+
+MERGE = "application/merge-patch+json"
+FIELD_MANAGER = "gpuops-canary-upgrade"
+
+
+def utc_now(clock=time.time):
+    """``clock()`` as an ISO 8601 UTC timestamp (``2026-12-03T10:00:00Z``)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))
+
+
+def node_path(name):
+    return "/api/v1/nodes/%s" % quote(name, safe="")
+
+
+def cluster_policy_path(cp):
+    return "/apis/nvidia.com/v1/clusterpolicies/%s" % quote(name_of(cp), safe="")
+
+
+class CanarySession:
+    """One run over ``client`` (a ``_clients.k8s.K8sClient``): the operator namespace and record ConfigMap, the
+    canary taint, check mode, the clock and the poll interval, and ``changes``, every write made (or, in check
+    mode, that would be made) in order."""
+
+    def __init__(
+        self,
+        client,
+        namespace="gpu-operator",
+        configmap="gpuops-canary-upgrade",
+        taint_key=DEFAULT_TAINT_KEY,
+        taint_effect="NoSchedule",
+        check_mode=False,
+        clock=time.time,
+        sleep=time.sleep,
+        poll=2.0,
+        page_size=2000,
+    ):
+        self.client = client
+        self.ns = namespace
+        self.cm_name = configmap
+        self.taint_key = taint_key
+        self.taint_effect = taint_effect
+        self.check_mode = check_mode
+        self.clock = clock
+        self.sleep = sleep
+        self.poll = poll
+        self.page_size = page_size
+        self.changes = []
+        self._stored = None
+
+    # ------------------------------------------------------------------------------------------ reads
+    def nodes(self):
+        return self.client.list_core("nodes", page_size=self.page_size)
+
+    def nodes_by_name(self):
+        return {name_of(n): n for n in self.nodes()}
+
+    def operator_pods(self):
+        return self.client.list_core("pods", namespace=self.ns, page_size=self.page_size)
+
+    def all_pods(self):
+        return self.client.list_core("pods", page_size=self.page_size)
+
+    def pdbs(self):
+        return self.client.list_all(
+            "/apis/policy/v1/poddisruptionbudgets", page_size=self.page_size, what="list poddisruptionbudgets"
+        )[0]
+
+    def node_events(self):
+        return self.client.list_core(
+            "events", namespace="default", field_selector="involvedObject.kind=Node", page_size=self.page_size
+        )
+
+    def cluster_policy(self):
+        """The oldest ClusterPolicy (the one the operator uses), or None."""
+        items = self.client.list_custom("nvidia.com", "v1", "clusterpolicies", page_size=self.page_size) or []
+        items = sorted(items, key=lambda o: meta_of(o).get("creationTimestamp") or "")
+        return items[0] if items else None
+
+    def nvidia_drivers(self):
+        return self.client.list_custom("nvidia.com", "v1alpha1", "nvidiadrivers", page_size=self.page_size) or []
+
+    def daemonsets(self, label_selector=None, what="DaemonSets"):
+        """The DaemonSets in the operator namespace (``what`` names them in an error)."""
+        return self.client.list_all(
+            "/apis/apps/v1/namespaces/%s/daemonsets" % quote(self.ns, safe=""),
+            label_selector=label_selector,
+            page_size=self.page_size,
+            what="list %s in %s" % (what, self.ns),
+        )[0]
+
+    def nfd_daemonsets(self):
+        return self.daemonsets("app.kubernetes.io/name=node-feature-discovery", "NFD DaemonSets")
+
+    def wait(self, deadline, check):
+        """Poll ``check()`` (returns ``(done, detail)``) until done or ``deadline``; returns ``(done, detail)``."""
+        while True:
+            done, detail = check()
+            if done or self.clock() >= deadline:
+                return done, detail
+            self.sleep(self.poll)
+
+    # ------------------------------------------------------------------------------------------ record
+    def cm_path(self):
+        return "/api/v1/namespaces/%s/configmaps/%s" % (quote(self.ns, safe=""), quote(self.cm_name, safe=""))
+
+    def read_record(self):
+        """The stored progress record, or None."""
+        record = decode_record(self.client.get_or_none(self.cm_path(), what="read ConfigMap %s" % self.cm_name))
+        self._stored = self._content(record)
+        return record
+
+    @staticmethod
+    def _content(record):
+        return None if record is None else encode_record(dict(record, updated=None))
+
+    def save_record(self, record):
+        """Write the record when its content changed (so a repeated step changes nothing)."""
+        if self._content(record) == self._stored:
+            return
+        self._stored = self._content(record)
+        record["updated"] = utc_now(self.clock)
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": self.cm_name,
+                "namespace": self.ns,
+                "labels": {"app.kubernetes.io/managed-by": "gpuops.gpu_operator"},
+            },
+            "data": {RECORD_KEY: encode_record(record)},
+        }
+        self.write(
+            "save the progress record in ConfigMap %s/%s (phase %s)" % (self.ns, self.cm_name, record.get("phase")),
+            "PATCH",
+            self.cm_path(),
+            body,
+            content_type="application/apply-patch+yaml",
+            query={"fieldManager": FIELD_MANAGER, "force": "true"},
+        )
+
+    # ------------------------------------------------------------------------------------------ writes
+    def act(self, change, call):
+        """Record ``change`` and make it with ``call()``, unless in check mode; a refused call takes it back."""
+        self.changes.append(change)
+        if self.check_mode:
+            return None
+        try:
+            return call()
+        except K8sError:
+            self.changes.pop()
+            raise
+
+    def write(self, change, method, path, body, content_type=MERGE, query=None):
+        """One write request (a merge patch unless ``content_type`` says otherwise), through :meth:`act`."""
+        send = partial(self.client.send_typed, method, path, body, query=query, content_type=content_type, what=change)
+        return self.act(change, send)
+
+    def label_node(self, node, labels, why):
+        """Set (or, with None, remove) the node's ``labels`` it does not have yet; True if any."""
+        return self._patch_metadata(node, "labels", labels_of(node), labels, why)
+
+    def annotate_node(self, node, annotations, why):
+        """Set (or, with None, remove) the node's ``annotations`` it does not have yet; True if any."""
+        return self._patch_metadata(node, "annotations", annotations_of(node), annotations, why)
+
+    def _patch_metadata(self, node, field, have, values, why):
+        want = {k: v for k, v in values.items() if have.get(k) != v}
+        if not want:
+            return False
+        self.write("node %s: %s" % (name_of(node), why), "PATCH", node_path(name_of(node)), {"metadata": {field: want}})
+        return True
+
+    def taint(self, node, value):
+        """Add the canary taint with ``value`` (the wave's name); True if the node did not have it."""
+        return self._set_taint(node, True, value)
+
+    def untaint(self, node):
+        """Remove the canary taint; True if the node had it."""
+        return self._set_taint(node, False)
+
+    def _set_taint(self, node, add, value=None, retry=True):
+        """Add or remove the canary taint; on a conflict (HTTP 409) re-reads the node and tries once more."""
+        spec = node.get("spec") or {}
+        if add:
+            taints, changed = taints_with(spec.get("taints"), self.taint_key, self.taint_effect, value)
+        else:
+            taints, changed = taints_without(spec.get("taints"), self.taint_key, self.taint_effect)
+        if not changed:
+            return False
+        name = name_of(node)
+        why = "%s taint %s:%s" % ("add" if add else "remove", self.taint_key, self.taint_effect)
+        body = {
+            "metadata": {"resourceVersion": meta_of(node).get("resourceVersion")},
+            "spec": {"taints": taints or None},
+        }
+        try:
+            self.write("node %s: %s" % (name, why), "PATCH", node_path(name), body)
+        except K8sError as exc:
+            if exc.status != 409 or not retry:
+                raise
+            return self._set_taint(self.client.get(node_path(name), what="read node %s" % name), add, value, False)
+        return True
