@@ -30,6 +30,10 @@ PROFILE = {
     "rke2": "degraded",
     "microk8s": "fields-unsupported",
     "broken-nouveau-no-headers": "driver-not-loaded",
+    "gcp-secureboot-nouveau": "driver-not-loaded",
+    "hgx-h100-docker-containerd": "h100-sxm-8",
+    "k3s-operator-driver": "a100-mig-8",
+    "rke2-vfio-passthrough": "driver-not-loaded",
 }
 
 PLAYS = {

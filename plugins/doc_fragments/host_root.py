@@ -16,6 +16,7 @@ options:
     description:
       - Where the host's file system is mounted; every path is read below it.
       - Use V(/host) when running from a container with the host mounted at C(/host).
+      - It must be a directory with C(proc), C(sys) or C(etc) in it; the task fails otherwise, naming the path.
     type: path
     default: /
 """

@@ -13,30 +13,46 @@ DOCUMENTATION = r"""
 module: gpu_host_facts
 short_description: Gather GPU-relevant host facts from kernel, OS, PCI and container runtime files
 description:
-  - Reads files under O(host_root) only (C(/proc), C(/sys), C(/etc), C(/run), C(/var), C(/dev)); runs no commands.
-  - Kernel release, version, architecture and whether headers for the running kernel are present; C(/etc/os-release);
-    the kernel command line; loaded modules (nvidia, nvidia_uvm, nvidia_modeset, nvidia_drm, nvidia_peermem, nouveau)
-    with refcounts; nouveau blacklisting; C(/proc/driver/nvidia/version) (version, open or proprietary);
+  - Reads files under O(host_root) only (C(/proc), C(/sys), C(/dev), C(/etc), C(/run), C(/var), C(/usr), C(/lib),
+    C(/boot)); runs no commands.
+  - Kernel release, version, architecture and the path of the headers for the running kernel; C(/etc/os-release);
+    the kernel command line; loaded modules (nvidia, nvidia_uvm, nvidia_modeset, nvidia_drm, nvidia_peermem, nouveau,
+    vfio_pci) with refcounts; nouveau blacklisting; C(/proc/driver/nvidia/version) (version, open or proprietary);
     Secure Boot from efivars; NVIDIA PCI devices (GPU or NVSwitch, device id, bound driver, NUMA node, IOMMU group);
-    IOMMU; C(/dev/nvidia*) and their C(/dev/char) links.
+    NUMA nodes; IOMMU; C(/dev/nvidia*) and their C(/dev/char) links; VFIO passthrough (devices bound to vfio-pci,
+    C(/dev/vfio), vfio-pci ids, nvidia and nouveau blacklisting).
   - The Kubernetes distribution (kubeadm, k3s, rke2, microk8s, k0s) and container runtime (containerd, CRI-O,
-    docker) with config path and socket, parsing TOML or JSON to report runtimes, the default runtime, the nvidia
-    runtime and CDI; CDI specs; the NVIDIA Container Toolkit config; GPU Operator validation status files;
-    the Fabric Manager unit; unattended kernel upgrades.
-  - A missing, unreadable or malformed source is listed in RV(ansible_facts.gpu_host.problems); it never fails the task.
+    docker), whether the distribution's own containerd or the system one is in use, config path, socket and k3s or
+    RKE2 template, parsing TOML, JSON or YAML to report runtimes, the default runtime and every NVIDIA runtime handler
+    (binary, runtime type, cgroup setting) and CDI; docker's C(daemon.json) beside another runtime; CDI specs
+    (kind, version, device names); the NVIDIA Container Toolkit config; the GPU Operator's driver root and
+    validation status files; the Fabric Manager unit; unattended kernel upgrades.
+  - Comments are never read as configuration, in any of these formats.
+  - Unknown is not false. A fact whose source is missing where it must exist, unreadable or malformed is
+    V(null) and its source is listed in RV(ansible_facts.gpu_host.problems); V(false) means the source was read
+    and says no. A device or link that cannot be resolved is kept, with a problem. A broken host never fails the
+    task.
+  - Fails only when O(host_root) does not exist, is not a directory, or has none of C(proc), C(sys) and C(etc) in it
+    (a typo in an inventory must not read as a host without GPUs).
 author:
   - gpuops.gpu_operator contributors (@gpuops)
 extends_documentation_fragment:
   - gpuops.gpu_operator.host_root
-  - gpuops.gpu_operator.attributes
-  - gpuops.gpu_operator.attributes.FACTS
-  - gpuops.gpu_operator.attributes.FACTS_MODULE
-  - gpuops.gpu_operator.attributes.PLATFORM_GPU_HOST
-  - gpuops.gpu_operator.attributes.ACTIONGROUP_GPU
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads.
+  diff_mode:
+    support: none
+    description: The module returns no diff.
+  facts:
+    support: full
+    description: Returns RV(ansible_facts.gpu_host).
 notes:
-  - The facts are RV(ansible_facts.gpu_host).
-  - TOML parsing needs Python 3.11 (C(tomllib)) or C(tomli) on the target; otherwise the TOML sources are
-    reported as V(toml_parser_unavailable) problems.
+  - TOML parsing needs Python 3.11 (C(tomllib)) or C(tomli) on the target, YAML parsing (CDI specs, k3s and RKE2
+    C(config.yaml)) PyYAML; otherwise those sources are reported as V(toml_parser_unavailable) or
+    V(yaml_parser_unavailable) problems and the facts they feed are V(null).
+  - docs/host-facts.md lists every fact, its source files and which facts are tri-state.
 seealso:
   - module: gpuops.gpu_operator.nvidia_gpu_facts
 """
@@ -49,10 +65,12 @@ EXAMPLES = r"""
   gpuops.gpu_operator.gpu_host_facts:
     host_root: /host
 
-- name: Refuse nodes where nouveau is loaded
+- name: Refuse nodes where nouveau is loaded (null, unknown, is not a pass)
   ansible.builtin.assert:
-    that: not ansible_facts.gpu_host.nouveau.loaded
-    fail_msg: nouveau is loaded; blacklist it and rebuild the initramfs
+    that: ansible_facts.gpu_host.nouveau.loaded is false
+    fail_msg: >-
+      nouveau is {{ 'loaded' if ansible_facts.gpu_host.nouveau.loaded else 'in an unknown state' }};
+      see ansible_facts.gpu_host.problems
 """
 
 RETURN = r"""
@@ -62,7 +80,7 @@ ansible_facts:
   type: dict
   contains:
     gpu_host:
-      description: GPU host facts; see docs/host-facts.md for every key.
+      description: GPU host facts; see docs/host-facts.md for every key, its sources and which are tri-state.
       returned: always
       type: dict
       contains:
@@ -71,7 +89,9 @@ ansible_facts:
           type: str
           returned: always
         kernel:
-          description: C(release), C(version), C(architecture), C(headers_present).
+          description:
+            - C(release), C(version), C(architecture) (C(/proc/sys/kernel/arch), else the kernel config, else the
+              release name), C(headers_present), C(headers_path).
           type: dict
           returned: always
           sample: {release: 5.15.0-124-generic, architecture: x86_64, headers_present: true}
@@ -81,7 +101,7 @@ ansible_facts:
           returned: always
           sample: {id: ubuntu, version_id: "22.04"}
         cmdline:
-          description: C(raw) kernel command line and parsed C(args).
+          description: C(raw) kernel command line (V(null) when unread) and parsed C(args).
           type: dict
           returned: always
         modules:
@@ -106,8 +126,13 @@ ansible_facts:
           returned: always
         pci:
           description:
-            - C(devices) (C(address), C(device_id), C(class), C(kind) V(gpu), V(nvswitch) or V(other), C(driver),
-              C(numa_node), C(iommu_group)), C(gpu_count), C(nvswitch_count).
+            - C(devices) (C(address), C(device_id), C(class), C(kind) V(gpu), V(nvswitch), V(other) or V(null)
+              when unresolved, C(driver), C(numa_node), C(iommu_group)), C(gpu_count), C(nvswitch_count),
+              C(unresolved_count).
+          type: dict
+          returned: always
+        numa:
+          description: C(node_count) and C(nodes) online.
           type: dict
           returned: always
         iommu:
@@ -117,7 +142,13 @@ ansible_facts:
         devices:
           description:
             - C(nodes) (C(/dev/nvidia*) names), C(char_links) (C(/dev/char) name to target),
-              C(char_links_missing).
+              C(char_links_missing), C(char_links_dangling).
+          type: dict
+          returned: always
+        vfio:
+          description:
+            - C(module_loaded), C(devices) bound to vfio-pci (C(address), C(kind), C(iommu_group), C(dev_node)),
+              C(gpu_count), C(dev_entries) (C(/dev/vfio)), C(ids), C(nvidia_blacklisted), C(nouveau_blacklisted).
           type: dict
           returned: always
         kubernetes:
@@ -126,17 +157,23 @@ ansible_facts:
           returned: always
         container_runtime:
           description:
-            - C(name) (V(containerd), V(cri-o), V(docker)), C(config_path), C(template_path), C(socket),
-              C(socket_present), C(config) (C(version), C(runtimes), C(default_runtime), C(nvidia_runtime),
-              C(nvidia_runtime_binary), C(systemd_cgroup), C(cdi_enabled), C(imports)).
+            - C(name) (V(containerd), V(cri-o), V(docker)), C(config_path), C(config_source) (V(distribution) or
+              V(system)), C(socket), C(socket_present), C(config) (C(runtimes), C(default_runtime),
+              C(nvidia_runtime), C(nvidia_runtimes) (per handler C(binary), C(runtime_type), C(systemd_cgroup)),
+              C(cdi_enabled), and per runtime more), C(template_path), C(template) (C(extends_base), C(config)),
+              C(docker) (C(daemon.json) summary whenever it exists).
           type: dict
           returned: always
         cdi:
-          description: C(specs) (C(path), C(kind)) and C(nvidia) (an C(nvidia.com/*) spec exists).
+          description: C(specs) (C(path), C(kind), C(cdi_version), C(devices)) and C(nvidia) (an C(nvidia.com/*) spec).
           type: dict
           returned: always
         container_toolkit:
           description: C(installed), C(config_path), C(mode), C(cdi_default_kind), C(ldconfig), C(root).
+          type: dict
+          returned: always
+        operator_driver:
+          description: The GPU Operator's driver root, C(root), C(present), C(nvml_library).
           type: dict
           returned: always
         validations:
@@ -144,7 +181,7 @@ ansible_facts:
           type: dict
           returned: always
         fabric_manager:
-          description: C(installed), C(enabled), C(required) (NVSwitches present).
+          description: C(installed), C(unit_path), C(enabled), C(required) (NVSwitches present).
           type: dict
           returned: always
         unattended_upgrades:
@@ -152,36 +189,23 @@ ansible_facts:
           type: dict
           returned: always
         problems:
-          description: Sources that were missing, unreadable or malformed, with C(source), C(reason), C(detail).
+          description:
+            - Sources that were missing, unreadable, malformed or dangling, or for which no parser is installed, with
+              C(source), C(reason), C(detail).
           type: list
           elements: dict
           returned: always
 """
 
-import os
-
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.facts import collect
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.facts import (
+    check_host_root,
+    collect,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
 
 
 def argspec():
     return dict(host_root=dict(type='path', default='/'))
-
-
-def check_host_root(root):
-    """Refuse a host_root that is missing, not a directory, or not a root file system (a typo in an inventory
-    must not read as a host without GPUs)."""
-    if not os.path.isdir(root):
-        raise ArgumentError(
-            "host_root %s is not a directory; set host_root to where the host's / is mounted (/ on the host "
-            "itself, for example /host in a container)" % root
-        )
-    if not any(os.path.isdir(os.path.join(root, d)) for d in ('proc', 'sys', 'etc')):
-        raise ArgumentError(
-            "host_root %s does not look like a root file system (no proc, sys or etc in it); set host_root to "
-            "where the host's / is mounted" % root
-        )
 
 
 def execute_module(module):

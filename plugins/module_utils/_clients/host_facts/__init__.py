@@ -8,7 +8,9 @@
 
 """GPU host facts read from files under a host root, one file per source family; runs no commands.
 
-:func:`facts.collect` is the entry point; :mod:`reader` gives file access that records a missing, unreadable or
-malformed source as a problem instead of raising; :mod:`kernel`, :mod:`system`, :mod:`pci`,
-:mod:`container_runtime` and :mod:`nvidia_stack` hold the readers and their parsers.
+:func:`facts.collect` is the entry point and :func:`facts.check_host_root` the check of the root; :mod:`reader`
+gives file access that records a missing, unreadable, malformed or dangling source as a problem instead of raising
+and tells absent (a "no") from unknown; :mod:`kernel`, :mod:`modprobe`, :mod:`system`, :mod:`pci`,
+:mod:`container_runtime` (with the config summaries of :mod:`runtime_configs`) and :mod:`nvidia_stack` hold the
+readers and their parsers.
 """

@@ -7,7 +7,8 @@
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
 """Kubernetes distribution and container runtime facts: which distribution, which runtime (containerd, CRI-O,
-docker), its config path and socket, and a summary of its parsed config (runtimes, default, nvidia, CDI)."""
+docker) and whether it is the distribution's own or the system's, its config path, socket and template, a
+summary of its parsed config, and docker's daemon.json when docker is installed beside it."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -16,8 +17,16 @@ __metaclass__ = type
 import fnmatch
 import os
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.reader import get_in
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.reader import tri_any
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.runtime_configs import (
+    containerd_summary,
+    crio_summary,
+    deep_merge,
+    docker_summary,
+    template_toml,
+)
 
+SYSTEM_CONTAINERD = ("etc/containerd/config.toml", "/run/containerd/containerd.sock")
 # distribution -> (containerd config candidates, socket, marker paths)
 DISTRIBUTIONS = (
     (
@@ -46,73 +55,16 @@ DISTRIBUTIONS = (
     ),
     (
         "kubeadm",
-        ("etc/containerd/config.toml",),
-        "/run/containerd/containerd.sock",
+        (SYSTEM_CONTAINERD[0],),
+        SYSTEM_CONTAINERD[1],
         ("etc/kubernetes/kubelet.conf", "etc/kubernetes/manifests"),
     ),
 )
-TEMPLATES = {
-    "rke2": "var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl",
-    "k3s": "var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl",
-}
-
-
-def containerd_summary(cfg):
-    """Runtimes, default runtime, CDI and cgroup driver from a parsed containerd config (v2 or v3)."""
-    plugins = cfg.get("plugins") or {}
-    version = cfg.get("version")
-    cri = (
-        (get_in(plugins, "io.containerd.cri.v1.runtime") if version == 3 else None)
-        or get_in(plugins, "io.containerd.grpc.v1.cri")
-        or {}
-    )
-    ctd = cri.get("containerd") or {}
-    runtimes = ctd.get("runtimes") or {}
-    nvidia = runtimes.get("nvidia") or {}
-    return {
-        "version": version,
-        "runtimes": sorted(runtimes) if isinstance(runtimes, dict) else [],
-        "default_runtime": ctd.get("default_runtime_name"),
-        "nvidia_runtime": bool(nvidia),
-        "nvidia_runtime_binary": get_in(nvidia, "options", "BinaryName"),
-        "systemd_cgroup": get_in(runtimes, ctd.get("default_runtime_name") or "runc", "options", "SystemdCgroup"),
-        "cdi_enabled": cri.get("enable_cdi"),
-        "imports": cfg.get("imports") or [],
-    }
-
-
-def merge_containerd(base, extra):
-    """``base`` summary with an imported file's ``extra`` summary applied over it."""
-    for key in ("runtimes",):
-        base[key] = sorted(set(base[key]) | set(extra[key]))
-    for key in ("default_runtime", "nvidia_runtime_binary", "systemd_cgroup", "cdi_enabled"):
-        if extra[key] is not None:
-            base[key] = extra[key]
-    base["nvidia_runtime"] = base["nvidia_runtime"] or extra["nvidia_runtime"]
-    return base
-
-
-def crio_summary(cfg):
-    """Runtimes, default runtime and cgroup manager from a parsed CRI-O config."""
-    runtime = get_in(cfg, "crio", "runtime") or {}
-    runtimes = runtime.get("runtimes") or {}
-    return {
-        "runtimes": sorted(runtimes),
-        "default_runtime": runtime.get("default_runtime"),
-        "nvidia_runtime": "nvidia" in runtimes,
-        "cgroup_manager": runtime.get("cgroup_manager"),
-    }
-
-
-def docker_summary(cfg):
-    """Runtimes, default runtime and CDI from a parsed docker daemon.json."""
-    runtimes = cfg.get("runtimes") or {}
-    return {
-        "runtimes": sorted(runtimes) if isinstance(runtimes, dict) else [],
-        "default_runtime": cfg.get("default-runtime"),
-        "nvidia_runtime": "nvidia" in runtimes,
-        "cdi_enabled": get_in(cfg, "features", "cdi"),
-    }
+#: Distributions whose agent may run the system containerd instead (``container-runtime-endpoint``).
+RANCHER = ("k3s", "rke2")
+TEMPLATE = "var/lib/rancher/%s/agent/etc/containerd/config.toml.tmpl"
+CRIO = ("etc/crio/crio.conf", "etc/crio/crio.conf.d", "/run/crio/crio.sock")
+DOCKER = ("etc/docker/daemon.json", "/run/docker.sock")
 
 
 def read_kubernetes(r, facts):
@@ -121,74 +73,140 @@ def read_kubernetes(r, facts):
         if any(r.exists(m) for m in markers):
             role = None
             if name == "kubeadm":
-                role = "control-plane" if r.exists("etc/kubernetes/manifests/kube-apiserver.yaml") else "worker"
-            elif name in ("k3s", "rke2"):
-                role = "server" if r.exists("var/lib/rancher/%s/server" % name) else "agent"
+                role = _either(r.present("etc/kubernetes/manifests/kube-apiserver.yaml"), "control-plane", "worker")
+            elif name in RANCHER:
+                role = _either(r.present("var/lib/rancher/%s/server" % name), "server", "agent")
             return {"distribution": name, "role": role}
     return {"distribution": None, "role": None}
 
 
-def read_container_runtime(r, facts):
-    """The distribution's containerd (its config and imports), else CRI-O, else docker."""
-    distro = facts["kubernetes"]["distribution"]
-    out = {
-        "name": None,
-        "config_path": None,
-        "socket": None,
-        "socket_present": False,
-        "config": None,
-        "template_path": None,
-    }
+def _either(state, yes, no):
+    return None if state is None else (yes if state else no)
+
+
+def rancher_endpoint(r, distro):
+    """(``container-runtime-endpoint`` of /etc/rancher/<d>/config.yaml and its config.yaml.d drop-ins, all read)."""
+    base = "etc/rancher/%s/config.yaml" % distro
+    drop_ins = r.listdir(base + ".d")
+    files = [base] + ["%s.d/%s" % (base, n) for n in drop_ins or [] if n.endswith((".yaml", ".yml"))]
+    endpoint, known = None, drop_ins is not None
+    for rel in files:
+        cfg = r.yaml(rel)
+        if cfg is None:
+            known = known and r.absent(rel)
+        elif cfg.get("container-runtime-endpoint"):
+            endpoint = str(cfg["container-runtime-endpoint"])
+    return endpoint, known
+
+
+def _containerd(r, distro):
+    """(config path, socket, source) of the containerd in use; source None when the distribution's config is
+    unreadable, so whose containerd runs is unknown."""
     for name, configs, socket, _markers in DISTRIBUTIONS:
         if distro and name != distro:
             continue
         present = [c for c in configs if r.exists(c)]
-        if present or distro == name:
-            cfg = (present or configs)[0]
-            out.update({"name": "containerd", "config_path": "/" + cfg, "socket": socket})
-            break
-    if out["name"] is None or not r.exists(out["config_path"]):
-        if r.exists("etc/crio/crio.conf") or r.exists("etc/crio/crio.conf.d"):
-            return _crio(r, out)
-        if r.exists("etc/docker/daemon.json") and not r.exists("etc/containerd/config.toml"):
-            return _docker(r, out)
-    if out["name"] == "containerd":
-        out["socket_present"] = r.exists(out["socket"])
-        if distro in TEMPLATES and r.exists(TEMPLATES[distro]):
-            out["template_path"] = "/" + TEMPLATES[distro]
-        cfg = r.toml(out["config_path"])
-        if isinstance(cfg, dict):
-            summary = containerd_summary(cfg)
-            for pattern in summary["imports"]:
-                for extra in _glob(r, pattern):
-                    sub = r.toml(extra)
-                    if isinstance(sub, dict):
-                        summary = merge_containerd(summary, containerd_summary(sub))
-            out["config"] = summary
+        if not present and distro != name:
+            continue
+        source = "system" if name == "kubeadm" else "distribution"
+        if name in RANCHER:
+            endpoint, known = rancher_endpoint(r, name)
+            path = (endpoint or "").replace("unix://", "", 1)
+            if path and path != socket:
+                return SYSTEM_CONTAINERD[0], path, "system"
+            source = source if known else None
+        return (present or configs)[0], socket, source
+    return None
+
+
+def read_container_runtime(r, facts):
+    """The containerd in use (the distribution's or the system's: its config, drop-ins and template), else CRI-O,
+    else docker; docker's daemon.json is summarised beside any of them."""
+    distro = facts["kubernetes"]["distribution"]
+    daemon = r.json(DOCKER[0])
+    out = {
+        "name": None,
+        "config_path": None,
+        "config_source": None,
+        "socket": None,
+        "socket_present": None,
+        "config": None,
+        "template_path": None,
+        "template": None,
+        "docker": docker_summary(daemon) if daemon is not None else None,
+    }
+    found = _containerd(r, distro)
+    ctd = r.present(found[0]) if found else False
+    crio = tri_any([r.present(CRIO[0]), r.present(CRIO[1])])
+    docker = r.present(DOCKER[0])
+    if ctd or found and (crio, docker) == (False, False):
+        out.update({"name": "containerd", "config_path": "/" + found[0], "socket": found[1], "config_source": found[2]})
+        out["config"] = _containerd_config(r, found[0])
+        if distro in RANCHER and found[2] == "distribution" and r.exists(TEMPLATE % distro):
+            out["template_path"] = "/" + TEMPLATE % distro
+            out["template"] = _template(r, TEMPLATE % distro)
+    elif crio:
+        out.update({"name": "cri-o", "config_path": "/" + CRIO[0], "socket": CRIO[2], "config_source": "system"})
+        out["config"] = _crio_config(r)
+    elif docker:
+        out.update({"name": "docker", "config_path": "/" + DOCKER[0], "socket": DOCKER[1], "config_source": "system"})
+        out["config"] = out["docker"]
+    if out["socket"] and out["config_source"]:  # unknown whose containerd runs: unknown whether its socket is up
+        out["socket_present"] = r.present(out["socket"])
     return out
+
+
+def _containerd_config(r, rel):
+    """The summary of a containerd config with its ``imports`` merged in; None (a problem) when missing,
+    unreadable or malformed."""
+    cfg = r.toml(rel, required=True)
+    if not isinstance(cfg, dict):
+        return None
+    merged = cfg
+    imports = cfg.get("imports") if isinstance(cfg.get("imports"), list) else []
+    for pattern in imports:
+        matches = _glob(r, str(pattern))
+        if matches is None:
+            return None
+        for extra in matches:
+            sub = r.toml(extra)
+            if sub is None:
+                return None
+            merged = deep_merge(merged, sub)
+    return containerd_summary(merged)
+
+
+def _template(r, rel):
+    """``{extends_base, config}`` of a k3s/RKE2 containerd template; config None when it is not TOML once its
+    Go actions are set aside."""
+    text = r.read(rel)
+    if text is None:
+        return None
+    toml_text, base = template_toml(text)
+    cfg = r.parse_toml(rel, toml_text) if toml_text.strip() else {}
+    return {"extends_base": base, "config": containerd_summary(cfg) if cfg is not None else None}
 
 
 def _glob(r, pattern):
+    """The files an ``imports`` pattern names; None when its directory could not be listed."""
     d, pat = os.path.split(pattern.lstrip("/"))
-    return ["%s/%s" % (d, n) for n in r.listdir(d) if fnmatch.fnmatch(n, pat)]
+    names = r.listdir(d)
+    return None if names is None else ["%s/%s" % (d, n) for n in names if fnmatch.fnmatch(n, pat)]
 
 
-def _crio(r, out):
-    out.update({"name": "cri-o", "config_path": "/etc/crio/crio.conf", "socket": "/run/crio/crio.sock"})
-    out["socket_present"] = r.exists(out["socket"])
-    summary = crio_summary(r.toml("etc/crio/crio.conf") or {})
-    for name in r.listdir("etc/crio/crio.conf.d"):
-        extra = crio_summary(r.toml("etc/crio/crio.conf.d/" + name) or {})
-        summary["runtimes"] = sorted(set(summary["runtimes"]) | set(extra["runtimes"]))
-        summary["nvidia_runtime"] = summary["nvidia_runtime"] or extra["nvidia_runtime"]
-        summary["default_runtime"] = extra["default_runtime"] or summary["default_runtime"]
-    out["config"] = summary
-    return out
-
-
-def _docker(r, out):
-    out.update({"name": "docker", "config_path": "/etc/docker/daemon.json", "socket": "/run/docker.sock"})
-    out["socket_present"] = r.exists(out["socket"])
-    cfg = r.json("etc/docker/daemon.json")
-    out["config"] = docker_summary(cfg) if cfg is not None else None
-    return out
+def _crio_config(r):
+    """The summary of crio.conf with the crio.conf.d drop-ins merged over it in name order; None when one of them
+    could not be read."""
+    cfg = r.toml(CRIO[0])
+    if cfg is None and not r.absent(CRIO[0]):
+        return None
+    names = r.listdir(CRIO[1])
+    if names is None:
+        return None
+    for name in names:
+        if name.endswith(".conf"):
+            sub = r.toml("%s/%s" % (CRIO[1], name))
+            if sub is None:
+                return None
+            cfg = deep_merge(cfg or {}, sub)
+    return crio_summary(cfg or {})

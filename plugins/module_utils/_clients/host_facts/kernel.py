@@ -6,7 +6,8 @@
 # This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
-"""Kernel facts: release and headers, the command line, NVIDIA and nouveau modules, the loaded NVIDIA driver."""
+"""Kernel facts: release, architecture and headers, the command line, NVIDIA and nouveau modules, the loaded
+NVIDIA driver."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -15,11 +16,29 @@ __metaclass__ = type
 import platform
 import re
 
-MODULES = ("nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_drm", "nvidia_peermem", "nouveau")
-MODPROBE_DIRS = ("etc/modprobe.d", "usr/lib/modprobe.d", "lib/modprobe.d", "run/modprobe.d")
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.modprobe import (
+    blacklisted,
+    option_is,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.reader import tri_any
+
+MODULES = ("nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_drm", "nvidia_peermem", "nouveau", "vfio_pci")
+NVIDIA_VERSION = "proc/driver/nvidia/version"
 
 NVRM_RE = re.compile(r"^NVRM version:\s+(?P<desc>.*?)\s+(?P<version>\d+\.\d+(?:\.\d+)?)\s", re.M)
 GCC_RE = re.compile(r"^GCC version:\s+(?P<gcc>.+)$", re.M)
+#: A release that names its architecture (RHEL, Fedora, Amazon Linux: ``.x86_64``; Debian: ``-amd64``).
+RELEASE_RE = re.compile(r"^\d+\.\d+\S*$")
+VERSION_RE = re.compile(r"^#\d+")
+RELEASE_ARCH_RE = re.compile(r"[.-](x86_64|aarch64|ppc64le|s390x|amd64|arm64)$")
+ARCH_NAMES = {"amd64": "x86_64", "arm64": "aarch64"}
+#: Kernel config symbol -> architecture (uname -m), first match wins.
+CONFIG_ARCH = (
+    ("CONFIG_X86_64", "x86_64"),
+    ("CONFIG_ARM64", "aarch64"),
+    ("CONFIG_PPC64", "ppc64"),
+    ("CONFIG_S390", "s390x"),
+)
 
 
 def parse_nvidia_version(text):
@@ -35,20 +54,6 @@ def parse_nvidia_version(text):
     }
 
 
-def parse_modprobe(text):
-    """(blacklisted modules, {module: options}) from modprobe.d text."""
-    black, opts = set(), {}
-    for line in text.splitlines():
-        words = line.split("#", 1)[0].split()
-        if len(words) >= 2 and words[0] == "blacklist":
-            black.add(words[1])
-        elif len(words) >= 3 and words[0] == "options":
-            opts.setdefault(words[1], {}).update(dict(w.partition("=")[::2] for w in words[2:]))
-        elif len(words) >= 3 and words[0] == "install" and words[2] in ("/bin/false", "/bin/true", "/usr/bin/false"):
-            black.add(words[1])
-    return black, opts
-
-
 def parse_cmdline(text):
     """Kernel arguments as ``{name: value}`` (``True`` for a bare flag), up to ``--`` (the rest goes to init)."""
     args = {}
@@ -60,83 +65,147 @@ def parse_cmdline(text):
     return args
 
 
-def read_kernel(r, facts):
-    """Release, version, architecture and whether headers for the running kernel are present."""
-    release = (r.read("proc/sys/kernel/osrelease", required=True) or "").strip() or None
-    version = (r.read("proc/sys/kernel/version") or "").strip() or None
-    arch = (r.read("proc/sys/kernel/arch") or "").strip() or None
-    if arch is None and r.root == "/":
-        arch = platform.machine()
-    headers = None
+def parse_kernel_config(text):
+    """``{CONFIG_X: value}`` of a kernel .config; ``# CONFIG_X is not set`` lines are comments."""
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            key, sep, value = line.partition("=")
+            if sep:
+                out[key] = value
+    return out
+
+
+def config_architecture(config):
+    """``uname -m`` of the kernel a parsed .config was built for; None when it names no known architecture."""
+    for symbol, arch in CONFIG_ARCH:
+        if config.get(symbol) == "y":
+            if arch == "ppc64" and config.get("CONFIG_CPU_LITTLE_ENDIAN") == "y":
+                return "ppc64le"
+            return arch
+    return None
+
+
+def _line(r, rel, pattern, required=False):
+    """The one line of a /proc file; None when absent, unreadable or not ``pattern`` (malformed)."""
+    text = (r.read(rel, required=required) or "").strip()
+    if text and not pattern.match(text):
+        r.problem(rel, "malformed", text[:80])
+    return text if pattern.match(text) else None
+
+
+def _architecture(r, release):
+    """From /proc/sys/kernel/arch, uname (only when reading /), the kernel's config or its release name."""
+    arch = (r.read("proc/sys/kernel/arch") or "").strip()
+    if arch:
+        return arch
+    if r.root == "/":
+        return platform.machine()
     if release:
-        headers = any(
-            r.resolves(p)
-            for p in (
-                "lib/modules/%s/build" % release,
-                "usr/src/kernels/%s" % release,
-                "usr/src/linux-headers-%s" % release,
-            )
-        )
-    return {"release": release, "version": version, "architecture": arch, "headers_present": headers}
+        for rel in ("boot/config-%s" % release, "lib/modules/%s/config" % release):
+            text = r.read(rel)
+            if text is not None:
+                arch = config_architecture(parse_kernel_config(text))
+                if arch:
+                    return arch
+                r.problem(rel, "malformed", "names no known architecture")
+        m = RELEASE_ARCH_RE.search(release)
+        if m:
+            return ARCH_NAMES.get(m.group(1), m.group(1))
+    if not r.mounted("proc"):
+        return None  # /proc itself is the problem
+    r.problem(
+        "proc/sys/kernel/arch",
+        "missing",
+        "and no /boot/config-<release>, /lib/modules/<release>/config or architecture in the release",
+    )
+    return None
+
+
+def _headers(r, release):
+    """(present, path): the first of lib/modules/<rel>/build, usr/src/kernels/<rel>, usr/src/linux-headers-<rel>
+    that resolves in the host root; a dangling link is a problem and unknown lookups make ``present`` None."""
+    if not release:
+        return None, None
+    states = []
+    for rel in ("lib/modules/%s/build" % release, "usr/src/kernels/%s" % release, "usr/src/linux-headers-%s" % release):
+        found = r.resolve(rel)
+        if found:
+            return True, "/" + found
+        if r.absent(rel) and r.readlink(rel) is not None:
+            r.problem(rel, "dangling", "links to %s" % r.readlink(rel))
+        states.append(False if r.absent(rel) else None)
+    return tri_any(states), None
+
+
+def read_kernel(r, facts):
+    """Release, version, architecture, and where headers for the running kernel are."""
+    release = _line(r, "proc/sys/kernel/osrelease", RELEASE_RE, required=True)
+    version = _line(r, "proc/sys/kernel/version", VERSION_RE)
+    present, path = _headers(r, release)
+    return {
+        "release": release,
+        "version": version,
+        "architecture": _architecture(r, release),
+        "headers_present": present,
+        "headers_path": path,
+    }
 
 
 def read_cmdline(r, facts):
-    """The raw kernel command line and its parsed arguments."""
-    text = (r.read("proc/cmdline", required=True) or "").strip()
-    return {"raw": text or None, "args": parse_cmdline(text)}
+    """The raw kernel command line (None when unread) and its parsed arguments."""
+    text = r.read("proc/cmdline", required=True)
+    return {"raw": text.strip() if text is not None else None, "args": parse_cmdline(text)}
 
 
 def read_modules(r, facts):
-    """Per module in :data:`MODULES`, whether it is loaded and its refcount."""
+    """Per module in :data:`MODULES`, whether it is loaded (None when unknown) and its refcount."""
     out = {}
     for name in MODULES:
-        loaded = r.exists("sys/module/%s" % name)
+        loaded = r.present("sys/module/%s" % name)
         refcnt = None
         if loaded:
-            raw = r.read("sys/module/%s/refcnt" % name)
+            rel = "sys/module/%s/refcnt" % name
+            raw = r.read(rel)
             try:
                 refcnt = int(raw.strip()) if raw is not None else None
             except ValueError:
-                r.problem("sys/module/%s/refcnt" % name, "malformed", raw[:40])
+                r.problem(rel, "malformed", raw[:40])
         out[name] = {"loaded": loaded, "refcount": refcnt}
     return out
 
 
 def read_nouveau(r, facts):
     """Whether nouveau is loaded, blacklisted (modprobe.d or the command line) or has modeset disabled."""
-    args = facts["cmdline"]["args"]
-    black, opts, files = set(), {}, []
-    for d in MODPROBE_DIRS:
-        for name in r.listdir(d):
-            if not name.endswith(".conf"):
-                continue
-            text = r.read("%s/%s" % (d, name))
-            if text is None:
-                continue
-            b, o = parse_modprobe(text)
-            if "nouveau" in b or "nouveau" in o:
-                files.append("/%s/%s" % (d, name))
-            black |= b
-            for k, v in o.items():
-                opts.setdefault(k, {}).update(v)
-    cmd_black = "nouveau" in str(args.get("modprobe.blacklist", "")).split(",") or "nouveau" in str(
-        args.get("rd.driver.blacklist", "")
-    ).split(",")
+    by_modprobe, by_cmdline, files = blacklisted(r, facts, "nouveau")
     return {
         "loaded": facts["modules"]["nouveau"]["loaded"],
-        "blacklisted_modprobe": "nouveau" in black,
-        "modeset_disabled": opts.get("nouveau", {}).get("modeset") == "0" or args.get("nouveau.modeset") == "0",
-        "blacklisted_cmdline": cmd_black,
+        "blacklisted_modprobe": by_modprobe,
+        "modeset_disabled": tri_any([option_is(r, "nouveau", "modeset", "0"), _arg_is(facts, "nouveau.modeset", "0")]),
+        "blacklisted_cmdline": by_cmdline,
         "blacklist_files": files,
     }
 
 
+def _arg_is(facts, name, value):
+    """Whether kernel argument ``name`` is ``value``; None when the command line was not read."""
+    if facts["cmdline"]["raw"] is None:
+        return None
+    return facts["cmdline"]["args"].get(name) == value
+
+
 def read_nvidia_driver(r, facts):
     """The loaded NVIDIA driver from /proc/driver/nvidia/version: version, open or proprietary, GCC."""
-    text = r.read("proc/driver/nvidia/version")
+    text = r.read(NVIDIA_VERSION)
     parsed = parse_nvidia_version(text) if text is not None else None
-    if text is not None and parsed is None:
-        r.problem("proc/driver/nvidia/version", "malformed", text[:80])
-    out = {"loaded": parsed is not None, "version": None, "flavor": None, "gcc": None}
+    if text is None:
+        loaded = False if r.absent(NVIDIA_VERSION) else None
+    elif parsed is None:
+        r.problem(NVIDIA_VERSION, "malformed", text[:80])
+        loaded = None
+    else:
+        loaded = True
+    out = {"loaded": loaded, "version": None, "flavor": None, "gcc": None}
     out.update(parsed or {})
     return out

@@ -6,14 +6,19 @@
 # This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
-"""NVIDIA software on the host: CDI specs, the NVIDIA Container Toolkit config, GPU Operator validation status
-files and the Fabric Manager unit."""
+"""NVIDIA software on the host: CDI specs, the NVIDIA Container Toolkit config, the GPU Operator's driver root and
+validation status files, and the Fabric Manager unit."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.reader import get_in
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.reader import get_in, tri_any
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.nvml import (
+    DEFAULT_DRIVER_ROOT,
+    LIB_DIRS,
+    SONAME,
+)
 
 CDI_DIRS = ("etc/cdi", "var/run/cdi", "run/cdi")
 TOOLKIT_CONFIGS = (
@@ -27,93 +32,114 @@ UNIT_DIRS = ("etc/systemd/system", "lib/systemd/system", "usr/lib/systemd/system
 
 
 def parse_kv(text):
-    """KEY=value lines (validator status files)."""
-    out = {}
+    """(``{KEY: value}``, count of lines that are not ``KEY=value``) of a validator status file; blank lines and
+    ``#`` comments are skipped."""
+    out, bad = {}, 0
     for line in text.splitlines():
-        key, sep, value = line.strip().partition("=")
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
         if sep and key:
             out[key] = value.strip()
-    return out
+        else:
+            bad += 1
+    return out, bad
 
 
 def read_cdi(r, facts):
-    """CDI spec files (path and kind) and whether an ``nvidia.com/*`` spec is among them."""
-    specs = []
+    """CDI spec files (path, kind, cdiVersion, device names) and whether an ``nvidia.com/*`` spec is among them
+    (None when a spec or directory could not be read)."""
+    specs, listed = [], True
     for d in CDI_DIRS:
-        for name in r.listdir(d):
+        names = r.listdir(d)
+        listed = listed and names is not None
+        for name in names or []:
             rel = "%s/%s" % (d, name)
-            kind = None
             if name.endswith(".json"):
-                data = r.json(rel)
-                kind = data.get("kind") if data else None
+                specs.append(_cdi_spec(r, rel, r.json(rel)))
             elif name.endswith((".yaml", ".yml")):
-                kind = _yaml_kind(r, rel)
-            else:
-                continue
-            specs.append({"path": "/" + rel, "kind": kind})
-    return {"specs": specs, "nvidia": any((s["kind"] or "").startswith("nvidia.com/") for s in specs)}
+                specs.append(_cdi_spec(r, rel, r.yaml(rel)))
+    kinds = [str(s["kind"]).startswith("nvidia.com/") if s["kind"] else None for s in specs]
+    return {"specs": specs, "nvidia": tri_any(kinds + ([] if listed else [None]))}
 
 
-def _yaml_kind(r, rel):
-    text = r.read(rel)
-    if text is None:
-        return None
-    try:
-        import yaml
-    except ImportError:
-        return None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        r.problem(rel, "malformed", str(exc)[:200])
-        return None
-    return data.get("kind") if isinstance(data, dict) else None
+def _cdi_spec(r, rel, data):
+    """One spec's path, kind, version and device names; the kind is required (a problem when absent)."""
+    out = {"path": "/" + rel, "kind": None, "cdi_version": None, "devices": None}
+    if data is None:
+        return out
+    kind, devices = data.get("kind"), data.get("devices")
+    if not isinstance(kind, str) or not isinstance(devices, list):
+        r.problem(rel, "malformed", "a CDI spec needs a kind and a devices list")
+        return out
+    out.update(
+        {
+            "kind": kind,
+            "cdi_version": str(data.get("cdiVersion")) if data.get("cdiVersion") is not None else None,
+            "devices": [str(d.get("name")) for d in devices if isinstance(d, dict) and d.get("name") is not None],
+        }
+    )
+    return out
 
 
 def read_toolkit(r, facts):
     """The first NVIDIA Container Toolkit config found: its mode, CDI default kind, ldconfig and driver root."""
-    for rel in TOOLKIT_CONFIGS:
-        if r.exists(rel):
-            cfg = r.toml(rel) or {}
-            ncr = cfg.get("nvidia-container-runtime") or {}
-            return {
-                "installed": True,
-                "config_path": "/" + rel,
-                "mode": ncr.get("mode"),
-                "cdi_default_kind": get_in(ncr, "modes", "cdi", "default-kind"),
-                "ldconfig": get_in(cfg, "nvidia-container-cli", "ldconfig"),
-                "root": get_in(cfg, "nvidia-container-cli", "root"),
-            }
+    rel, installed = r.first(TOOLKIT_CONFIGS)
+    cfg = (r.toml(rel) if rel else None) or {}
+    ncr = cfg.get("nvidia-container-runtime") or {}
     return {
-        "installed": False,
-        "config_path": None,
-        "mode": None,
-        "cdi_default_kind": None,
-        "ldconfig": None,
-        "root": None,
+        "installed": installed,
+        "config_path": "/" + rel if rel else None,
+        "mode": get_in(ncr, "mode"),
+        "cdi_default_kind": get_in(ncr, "modes", "cdi", "default-kind"),
+        "ldconfig": get_in(cfg, "nvidia-container-cli", "ldconfig"),
+        "root": get_in(cfg, "nvidia-container-cli", "root"),
     }
+
+
+def read_operator_driver(r, facts):
+    """The GPU Operator's driver root (/run/nvidia/driver): whether it exists and where its NVML library is."""
+    root = DEFAULT_DRIVER_ROOT.lstrip("/")
+    libs = ["%s/%s/%s" % (root, d, SONAME) for d in LIB_DIRS]
+    present = r.present(root)
+    lib = r.first(libs)[0] if present else None
+    return {"root": DEFAULT_DRIVER_ROOT, "present": present, "nvml_library": "/" + lib if lib else None}
 
 
 def read_validations(r, facts):
     """The GPU Operator's validation status files: which components are ready, and the driver's KEY=value file."""
     files = r.listdir(VALIDATIONS_DIR)
-    ready = {c: "%s-ready" % c in files for c in VALIDATION_COMPONENTS}
-    driver = r.read(VALIDATIONS_DIR + "/driver-ready")
+    ready = {c: "%s-ready" % c in files if files is not None else None for c in VALIDATION_COMPONENTS}
+    rel = VALIDATIONS_DIR + "/driver-ready"
+    driver, bad = parse_kv(r.read(rel) or "")
+    if bad:
+        r.problem(rel, "malformed", "%d line(s) are not KEY=value" % bad)
     return {
-        "present": r.exists(VALIDATIONS_DIR),
+        "present": r.present(VALIDATIONS_DIR),
         "files": files,
         "ready": ready,
-        "all_ready": all(ready.values()),
-        "driver_ready": parse_kv(driver) if driver else None,
+        "all_ready": all(ready.values()) if files is not None else None,
+        "driver_ready": driver if driver and not bad else None,
     }
 
 
 def read_fabric_manager(r, facts):
-    """Whether the Fabric Manager unit is installed and enabled, and whether NVSwitches make it required."""
-    installed = any(r.exists("%s/%s" % (d, FABRIC_MANAGER_UNIT)) for d in UNIT_DIRS)
-    enabled = any(
-        r.exists("etc/systemd/system/%s/%s" % (w, FABRIC_MANAGER_UNIT))
-        for w in r.listdir("etc/systemd/system")
-        if w.endswith(".wants")
-    )
-    return {"installed": installed, "enabled": enabled, "required": facts["pci"]["nvswitch_count"] > 0}
+    """Where the Fabric Manager unit is, whether it is enabled, and whether NVSwitches make it required."""
+    path, installed = r.first("%s/%s" % (d, FABRIC_MANAGER_UNIT) for d in UNIT_DIRS)
+    wants = r.listdir("etc/systemd/system")
+    enabled = None
+    if wants is not None:
+        enabled = tri_any(
+            r.present("etc/systemd/system/%s/%s" % (w, FABRIC_MANAGER_UNIT)) for w in wants if w.endswith(".wants")
+        )
+    pci = facts["pci"]
+    required = pci["nvswitch_count"] > 0 if pci["nvswitch_count"] is not None else None
+    if required is False and pci["unresolved_count"]:
+        required = None  # an unresolved device may be an NVSwitch
+    return {
+        "installed": installed,
+        "unit_path": "/" + path if path else None,
+        "enabled": enabled,
+        "required": required,
+    }

@@ -6,16 +6,31 @@
 # This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
-"""Operating system facts: os-release, Secure Boot from efivars, unattended kernel upgrades."""
+"""Operating system facts: os-release, Secure Boot from efivars, unattended kernel upgrades (apt or dnf)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import configparser
+import fnmatch
 import re
 import shlex
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.reader import tri_any
+
 SECURE_BOOT_VAR = "sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+APT_CONF_D = "etc/apt/apt.conf.d"
+APT_UNATTENDED = "apt::periodic::unattended-upgrade"
+APT_BLACKLIST = "unattended-upgrade::package-blacklist"
+DNF_AUTOMATIC = "etc/dnf/automatic.conf"
+DNF_CONF = "etc/dnf/dnf.conf"
+DNF_TIMERS = ("dnf-automatic.timer", "dnf-automatic-install.timer")
+KERNEL_PACKAGES = ("kernel", "kernel-core", "kernel-modules")
+
+#: apt.conf tokens: a quoted string, a comment (``/* */``, ``//``, ``#``), punctuation or a bare word.
+APT_TOKEN_RE = re.compile(r'"(?P<q>[^"]*)"|/\*.*?\*/|//[^\n]*|#[^\n]*|(?P<p>[{};])|(?P<w>[^\s{};"]+)', re.S)
+APT_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
 def parse_os_release(text):
@@ -38,9 +53,39 @@ def parse_os_release(text):
     return out, bad
 
 
+def parse_apt_conf(text):
+    """(``{lower-case full key: value or [values]}``, malformed) of apt.conf(5) text.
+
+    Comments (``//``, ``/* */``, ``#``) are dropped; ``A { B "v"; };`` is ``a::b = v``; quoted strings alone in a
+    scope are its list. A later value replaces an earlier one, as apt does.
+    """
+    out, scope, key, bad = {}, [], None, False
+    for m in APT_TOKEN_RE.finditer(text):
+        quoted, punct, word = m.group("q"), m.group("p"), m.group("w")
+        if word is not None and key is None:
+            key = word.lower()
+        elif word is not None or quoted is not None:
+            value = quoted if word is None else word
+            if key is None:
+                out.setdefault("::".join(scope), []).append(value)
+            else:
+                out["::".join(scope + [key])] = value
+                key = None
+        elif punct == "{":
+            scope.append(key or "")
+            bad = bad or key is None
+            key = None
+        elif punct == "}":
+            bad = bad or not scope
+            scope = scope[:-1]
+        elif punct == ";":
+            key = None
+    return out, bad or bool(scope)
+
+
 def secure_boot(raw):
-    """EFI variable content: 4 attribute bytes then one value byte."""
-    if raw is None or len(raw) < 5:
+    """EFI variable content: 4 attribute bytes then one value byte, 0 or 1; None when it is not that."""
+    if raw is None or len(raw) != 5 or bytearray(raw)[4] not in (0, 1):
         return None
     return bytearray(raw)[4] == 1
 
@@ -49,7 +94,7 @@ def read_os(r, facts):
     """ID, version, ID_LIKE, pretty name and codename from /etc/os-release (else /usr/lib/os-release)."""
     text = r.read("etc/os-release")
     source = "etc/os-release"
-    if text is None:
+    if text is None and r.absent(source):
         text, source = r.read("usr/lib/os-release", required=True), "usr/lib/os-release"
     data, bad = parse_os_release(text or "")
     if bad:
@@ -64,34 +109,95 @@ def read_os(r, facts):
 
 
 def read_secure_boot(r, facts):
-    """Whether the host booted by EFI and whether Secure Boot is enabled."""
-    efi = r.exists("sys/firmware/efi")
-    raw = r.read(SECURE_BOOT_VAR, binary=True) if efi else None
+    """Whether the host booted by EFI and whether Secure Boot is enabled (None when unknown)."""
+    efi = r.present("sys/firmware/efi")
+    if not efi:
+        return {"efi": efi, "enabled": efi}
+    raw = r.read(SECURE_BOOT_VAR, binary=True)
     state = secure_boot(raw)
-    if raw is not None and state is None:
-        r.problem(SECURE_BOOT_VAR, "malformed", "expected at least 5 bytes")
-    return {"efi": efi, "enabled": state if efi else False}
+    if raw is None and r.absent(SECURE_BOOT_VAR):
+        state = False
+    elif raw is not None and state is None:
+        r.problem(SECURE_BOOT_VAR, "malformed", "expected 4 attribute bytes and a value byte 0 or 1")
+    return {"efi": True, "enabled": state}
 
 
 def read_unattended_upgrades(r, facts):
     """The automatic update tool (unattended-upgrades or dnf-automatic), whether it runs and keeps the kernel."""
-    text = r.read("etc/apt/apt.conf.d/20auto-upgrades")
-    if text is not None:
-        m = re.search(r'APT::Periodic::Unattended-Upgrade\s+"(\d+)"', text)
-        blk = r.read("etc/apt/apt.conf.d/50unattended-upgrades") or ""
+    names = r.listdir(APT_CONF_D)
+    if names is None:
+        return {"tool": None, "enabled": None, "kernel_blacklisted": None}
+    conf, complete = _apt_conf(r, names)
+    if APT_UNATTENDED in conf or "50unattended-upgrades" in names:
+        value = conf.get(APT_UNATTENDED)
+        blacklist = conf.get(APT_BLACKLIST)
         return {
             "tool": "unattended-upgrades",
-            "enabled": bool(m and m.group(1) != "0"),
-            "kernel_blacklisted": bool(
-                re.search(r'"linux-', blk.split("Package-Blacklist", 1)[-1] if "Package-Blacklist" in blk else "")
-            ),
+            "enabled": (value not in ("0", "")) if isinstance(value, str) else (False if complete else None),
+            "kernel_blacklisted": True
+            if isinstance(blacklist, list) and any("linux-" in p for p in blacklist)
+            else (False if complete else None),
         }
-    if r.exists("etc/dnf/automatic.conf"):
-        timer = any(
-            r.exists("etc/systemd/system/timers.target.wants/%s" % t)
-            for t in ("dnf-automatic.timer", "dnf-automatic-install.timer")
-        )
-        text = r.read("etc/dnf/automatic.conf") or ""
-        apply = re.search(r"^\s*apply_updates\s*=\s*(yes|true|1)\s*$", text, re.M | re.I) is not None
-        return {"tool": "dnf-automatic", "enabled": timer and apply, "kernel_blacklisted": None}
-    return {"tool": None, "enabled": False, "kernel_blacklisted": None}
+    dnf = r.present(DNF_AUTOMATIC)
+    if dnf:
+        return _dnf_automatic(r)
+    known = complete and dnf is not None
+    return {"tool": None, "enabled": False if known else None, "kernel_blacklisted": None}
+
+
+def _apt_conf(r, names):
+    """apt.conf.d merged in file name order (names apt reads: no extension or ``.conf``), and whether all read."""
+    conf, complete = {}, True
+    for name in names:
+        if not APT_NAME_RE.match(name) or ("." in name and not name.endswith(".conf")):
+            continue
+        rel = "%s/%s" % (APT_CONF_D, name)
+        text = r.read(rel)
+        if text is None:
+            complete = complete and r.absent(rel)
+            continue
+        parsed, bad = parse_apt_conf(text)
+        if bad:
+            r.problem(rel, "malformed", "unbalanced braces or a key without a value")
+            complete = False
+        conf.update(parsed)
+    return conf, complete
+
+
+def _ini(r, rel):
+    """configparser of ``rel``: an empty one when absent, None (a problem) when unreadable or malformed."""
+    cp = configparser.ConfigParser(interpolation=None, strict=False)
+    text = r.read(rel)
+    if text is None:
+        return cp if r.absent(rel) else None
+    try:
+        cp.read_string(text, source=rel)
+    except configparser.Error as exc:
+        r.problem(rel, "malformed", str(exc).splitlines()[0])
+        return None
+    return cp
+
+
+def _dnf_automatic(r):
+    """dnf-automatic: a timer enabled and ``apply_updates``; the kernel kept by an ``exclude`` in dnf.conf [main]
+    or automatic.conf [base]."""
+    auto, dnf = _ini(r, DNF_AUTOMATIC), _ini(r, DNF_CONF)
+    timer = tri_any(r.present("etc/systemd/system/timers.target.wants/%s" % t) for t in DNF_TIMERS)
+    apply = None
+    if auto is not None:
+        try:
+            apply = auto.getboolean("commands", "apply_updates", fallback=False)
+        except ValueError as exc:
+            r.problem(DNF_AUTOMATIC, "malformed", str(exc))
+    enabled = False if False in (timer, apply) else (None if None in (timer, apply) else True)
+    excludes = []
+    for cp, section in ((dnf, "main"), (auto, "base")):
+        if cp is None:
+            excludes = None
+        elif excludes is not None:
+            for key in ("exclude", "excludepkgs"):
+                excludes += re.split(r"[\s,]+", cp.get(section, key, fallback=""))
+    kernel = None
+    if excludes is not None:
+        kernel = any(fnmatch.fnmatch(k, p) for p in excludes if p for k in KERNEL_PACKAGES)
+    return {"tool": "dnf-automatic", "enabled": enabled, "kernel_blacklisted": kernel}

@@ -1,507 +1,35 @@
-"""Specification of gpu_host_facts (plugins/module_utils/_clients/host_facts/) against the fake host trees in
-tests/sim/hosts/, plus malformed and partial sources. Every expected value below is what the tree's files say."""
+"""Specification of gpu_host_facts (plugins/module_utils/_clients/host_facts/) on small roots written here: how
+each fact is read, tri-state (null with a problem when its source is unreadable or malformed, false only when
+the source was read and says no), nothing that cannot be resolved vanishes, and parser properties.
+The fake host trees are compared fact by fact in test_host_facts_fixtures.py; comments in
+test_host_facts_comments.py; damage of every tree in test_host_facts_damage.py."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import host_damage
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-ROOT = Path(__file__).resolve().parents[4]
-
-
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts import (
     container_runtime,
     kernel,
+    modprobe,
     nvidia_stack,
+    pci,
     reader,
+    runtime_configs,
     system,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts import facts as hf
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
 
-HOSTS = ROOT / "tests" / "sim" / "hosts"
-H100_BUS = [
-    "0000:18:00.0",
-    "0000:2a:00.0",
-    "0000:3a:00.0",
-    "0000:5d:00.0",
-    "0000:9a:00.0",
-    "0000:ab:00.0",
-    "0000:ba:00.0",
-    "0000:db:00.0",
-]
-
-EXPECTED = {
-    "ubuntu2204-kubeadm-containerd": {
-        "kernel": {
-            "release": "5.15.0-124-generic",
-            "architecture": "x86_64",
-            "headers_present": True,
-            "version": "#134-Ubuntu SMP Fri Sep 27 20:20:17 UTC 2024",
-        },
-        "os": {
-            "id": "ubuntu",
-            "version_id": "22.04",
-            "id_like": ["debian"],
-            "pretty_name": "Ubuntu 22.04.5 LTS",
-            "version_codename": "jammy",
-        },
-        "nvidia_driver": {
-            "loaded": True,
-            "version": "550.127.05",
-            "flavor": "proprietary",
-            "gcc": "gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)",
-        },
-        "nouveau": {
-            "loaded": False,
-            "blacklisted_modprobe": True,
-            "modeset_disabled": True,
-            "blacklisted_cmdline": False,
-            "blacklist_files": ["/etc/modprobe.d/blacklist-nouveau.conf"],
-        },
-        "secure_boot": {"efi": True, "enabled": False},
-        "kubernetes": {"distribution": "kubeadm", "role": "worker"},
-        "container_runtime": {
-            "name": "containerd",
-            "config_path": "/etc/containerd/config.toml",
-            "socket": "/run/containerd/containerd.sock",
-            "socket_present": True,
-            "template_path": None,
-            "config": {
-                "version": 2,
-                "runtimes": ["nvidia", "runc"],
-                "default_runtime": "nvidia",
-                "nvidia_runtime": True,
-                "nvidia_runtime_binary": "/usr/bin/nvidia-container-runtime",
-                "systemd_cgroup": True,
-                "cdi_enabled": True,
-                "imports": [],
-            },
-        },
-        "container_toolkit": {
-            "installed": True,
-            "config_path": "/etc/nvidia-container-runtime/config.toml",
-            "mode": "auto",
-            "cdi_default_kind": "nvidia.com/gpu",
-            "ldconfig": "@/sbin/ldconfig.real",
-            "root": "/",
-        },
-        "cdi": {"specs": [], "nvidia": False},
-        "iommu": {"enabled": True, "groups": 4, "cmdline": {"intel_iommu": "on", "iommu": "pt"}},
-        "fabric_manager": {"installed": False, "enabled": False, "required": False},
-        "unattended_upgrades": {"tool": "unattended-upgrades", "enabled": True, "kernel_blacklisted": False},
-        "problems": [],
-    },
-    "ubuntu2404-operator-driver-root": {
-        "kernel": {
-            "release": "6.8.0-48-generic",
-            "architecture": "x86_64",
-            "headers_present": True,
-            "version": "#48-Ubuntu SMP PREEMPT_DYNAMIC Fri Sep 27 14:04:52 UTC 2024",
-        },
-        "os": {
-            "id": "ubuntu",
-            "version_id": "24.04",
-            "id_like": ["debian"],
-            "pretty_name": "Ubuntu 24.04.1 LTS",
-            "version_codename": "noble",
-        },
-        "nvidia_driver": {
-            "loaded": True,
-            "version": "570.124.06",
-            "flavor": "open",
-            "gcc": "gcc version 13.3.0 (Ubuntu 13.3.0-6ubuntu2~24.04)",
-        },
-        "nouveau": {
-            "loaded": False,
-            "blacklisted_modprobe": False,
-            "modeset_disabled": False,
-            "blacklisted_cmdline": True,
-            "blacklist_files": [],
-        },
-        "kubernetes": {"distribution": "kubeadm", "role": "control-plane"},
-        "container_runtime": {
-            "name": "containerd",
-            "config_path": "/etc/containerd/config.toml",
-            "socket": "/run/containerd/containerd.sock",
-            "socket_present": True,
-            "template_path": None,
-            "config": {
-                "version": 3,
-                "runtimes": ["nvidia", "runc"],
-                "default_runtime": "nvidia",
-                "nvidia_runtime": True,
-                "nvidia_runtime_binary": "/usr/local/nvidia/toolkit/nvidia-container-runtime",
-                "systemd_cgroup": True,
-                "cdi_enabled": True,
-                "imports": ["/etc/containerd/conf.d/*.toml"],
-            },
-        },
-        "cdi": {
-            "specs": [
-                {"path": "/var/run/cdi/management.nvidia.com-gpu.json", "kind": "management.nvidia.com/gpu"},
-                {"path": "/var/run/cdi/nvidia.yaml", "kind": "nvidia.com/gpu"},
-            ],
-            "nvidia": True,
-        },
-        "container_toolkit": {
-            "installed": True,
-            "config_path": "/usr/local/nvidia/toolkit/.config/nvidia-container-runtime/config.toml",
-            "mode": "cdi",
-            "cdi_default_kind": "nvidia.com/gpu",
-            "ldconfig": "@/sbin/ldconfig.real",
-            "root": "/run/nvidia/driver",
-        },
-        "validations": {
-            "present": True,
-            "all_ready": True,
-            "ready": {"driver": True, "toolkit": True, "cuda": True, "plugin": True},
-            "files": [".driver-ctr-ready", "cuda-ready", "driver-ready", "plugin-ready", "toolkit-ready"],
-            "driver_ready": {
-                "IS_HOST_DRIVER": "false",
-                "NVIDIA_DRIVER_ROOT": "/run/nvidia/driver",
-                "DRIVER_ROOT_CTR_PATH": "/driver-root",
-                "NVIDIA_DEV_ROOT": "/run/nvidia/driver",
-                "DEV_ROOT_CTR_PATH": "/driver-root",
-            },
-        },
-        "fabric_manager": {"installed": True, "enabled": True, "required": True},
-        "unattended_upgrades": {"tool": "unattended-upgrades", "enabled": True, "kernel_blacklisted": True},
-        "problems": [],
-    },
-    "rhel9-secureboot": {
-        "kernel": {
-            "release": "5.14.0-427.42.1.el9_4.x86_64",
-            "headers_present": True,
-            "architecture": "x86_64",
-            "version": "#1 SMP PREEMPT_DYNAMIC Fri Oct 18 14:35:40 EDT 2024",
-        },
-        "os": {
-            "id": "rhel",
-            "version_id": "9.4",
-            "id_like": ["fedora"],
-            "pretty_name": "Red Hat Enterprise Linux 9.4 (Plow)",
-            "version_codename": None,
-        },
-        "secure_boot": {"efi": True, "enabled": True},
-        "nvidia_driver": {
-            "loaded": True,
-            "version": "535.216.01",
-            "flavor": "proprietary",
-            "gcc": "gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)",
-        },
-        "nouveau": {
-            "loaded": False,
-            "blacklisted_modprobe": True,
-            "modeset_disabled": True,
-            "blacklisted_cmdline": True,
-            "blacklist_files": ["/usr/lib/modprobe.d/nvidia-installer-disable-nouveau.conf"],
-        },
-        "kubernetes": {"distribution": "kubeadm", "role": "worker"},
-        "container_runtime": {
-            "name": "cri-o",
-            "config_path": "/etc/crio/crio.conf",
-            "socket": "/run/crio/crio.sock",
-            "socket_present": True,
-            "template_path": None,
-            "config": {
-                "runtimes": ["crun", "nvidia"],
-                "default_runtime": "nvidia",
-                "nvidia_runtime": True,
-                "cgroup_manager": "systemd",
-            },
-        },
-        "cdi": {"specs": [{"path": "/etc/cdi/nvidia.json", "kind": "nvidia.com/gpu"}], "nvidia": True},
-        "iommu": {"enabled": False, "groups": 0, "cmdline": {}},
-        "unattended_upgrades": {"tool": "dnf-automatic", "enabled": True, "kernel_blacklisted": None},
-        "problems": [],
-    },
-    "k3s": {
-        "os": {
-            "id": "ubuntu",
-            "version_id": "22.04",
-            "id_like": ["debian"],
-            "pretty_name": "Ubuntu 22.04.5 LTS",
-            "version_codename": "jammy",
-        },
-        "secure_boot": {"efi": False, "enabled": False},
-        "kubernetes": {"distribution": "k3s", "role": "agent"},
-        "container_runtime": {
-            "name": "containerd",
-            "config_path": "/var/lib/rancher/k3s/agent/etc/containerd/config.toml",
-            "socket": "/run/k3s/containerd/containerd.sock",
-            "socket_present": True,
-            "template_path": "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl",
-            "config": {
-                "version": 2,
-                "runtimes": ["nvidia", "runc"],
-                "default_runtime": "nvidia",
-                "nvidia_runtime": True,
-                "nvidia_runtime_binary": "/usr/local/nvidia/toolkit/nvidia-container-runtime",
-                "systemd_cgroup": True,
-                "cdi_enabled": True,
-                "imports": [],
-            },
-        },
-        "validations": {
-            "present": True,
-            "all_ready": False,
-            "ready": {"driver": True, "toolkit": True, "cuda": False, "plugin": False},
-            "files": ["driver-ready", "toolkit-ready"],
-            "driver_ready": {
-                "IS_HOST_DRIVER": "true",
-                "NVIDIA_DRIVER_ROOT": "/",
-                "DRIVER_ROOT_CTR_PATH": "/host",
-                "NVIDIA_DEV_ROOT": "/",
-                "DEV_ROOT_CTR_PATH": "/host",
-            },
-        },
-        "fabric_manager": {"installed": True, "enabled": False, "required": True},
-        "unattended_upgrades": {"tool": "unattended-upgrades", "enabled": False, "kernel_blacklisted": False},
-        "problems": [],
-    },
-    "rke2": {
-        "kubernetes": {"distribution": "rke2", "role": "server"},
-        "nvidia_driver": {
-            "loaded": True,
-            "version": "570.124.06",
-            "flavor": "open",
-            "gcc": "gcc version 13.3.0 (Ubuntu 13.3.0-6ubuntu2~24.04)",
-        },
-        "container_runtime": {
-            "name": "containerd",
-            "config_path": "/var/lib/rancher/rke2/agent/etc/containerd/config.toml",
-            "socket": "/run/k3s/containerd/containerd.sock",
-            "socket_present": True,
-            "template_path": None,
-            "config": {
-                "version": 2,
-                "runtimes": ["runc"],
-                "default_runtime": "runc",
-                "nvidia_runtime": False,
-                "nvidia_runtime_binary": None,
-                "systemd_cgroup": True,
-                "cdi_enabled": None,
-                "imports": [],
-            },
-        },
-        "container_toolkit": {
-            "installed": False,
-            "config_path": None,
-            "mode": None,
-            "cdi_default_kind": None,
-            "ldconfig": None,
-            "root": None,
-        },
-        "validations": {
-            "present": False,
-            "files": [],
-            "all_ready": False,
-            "driver_ready": None,
-            "ready": {"driver": False, "toolkit": False, "cuda": False, "plugin": False},
-        },
-        "iommu": {"enabled": True, "groups": 12, "cmdline": {"amd_iommu": "on"}},
-        "fabric_manager": {"installed": True, "enabled": True, "required": True},
-        "problems": [],
-    },
-    "microk8s": {
-        "os": {
-            "id": "ubuntu",
-            "version_id": "24.04",
-            "id_like": ["debian"],
-            "pretty_name": "Ubuntu 24.04.1 LTS",
-            "version_codename": "noble",
-        },
-        "nouveau": {
-            "loaded": False,
-            "blacklisted_modprobe": False,
-            "modeset_disabled": True,
-            "blacklisted_cmdline": False,
-            "blacklist_files": [],
-        },
-        "kubernetes": {"distribution": "microk8s", "role": None},
-        "container_runtime": {
-            "name": "containerd",
-            "config_path": "/var/snap/microk8s/current/args/containerd-template.toml",
-            "socket": "/var/snap/microk8s/common/run/containerd.sock",
-            "socket_present": True,
-            "template_path": None,
-            "config": {
-                "version": 2,
-                "runtimes": ["nvidia", "runc"],
-                "default_runtime": "nvidia",
-                "nvidia_runtime": True,
-                "nvidia_runtime_binary": "/var/snap/microk8s/current/bin/nvidia-container-runtime",
-                "systemd_cgroup": True,
-                "cdi_enabled": True,
-                "imports": [],
-            },
-        },
-        "problems": [],
-    },
-    "broken-nouveau-no-headers": {
-        "kernel": {
-            "release": "5.15.0-125-generic",
-            "architecture": "x86_64",
-            "headers_present": False,
-            "version": "#135-Ubuntu SMP Fri Sep 27 13:53:58 UTC 2024",
-        },
-        # two garbage lines (one unquotable) are skipped, the rest is kept
-        "os": {"id": "ubuntu", "version_id": "22.04", "id_like": [], "pretty_name": None, "version_codename": None},
-        "nouveau": {
-            "loaded": True,
-            "blacklisted_modprobe": False,
-            "modeset_disabled": False,
-            "blacklisted_cmdline": False,
-            "blacklist_files": [],
-        },
-        "nvidia_driver": {"loaded": False, "version": None, "flavor": None, "gcc": None},
-        "modules": {
-            "nvidia": {"loaded": False, "refcount": None},
-            "nvidia_uvm": {"loaded": False, "refcount": None},
-            "nvidia_modeset": {"loaded": False, "refcount": None},
-            "nvidia_drm": {"loaded": False, "refcount": None},
-            "nvidia_peermem": {"loaded": False, "refcount": None},
-            "nouveau": {"loaded": True, "refcount": 1},
-        },
-        "devices": {"nodes": [], "char_links": {}, "char_links_missing": []},
-        "kubernetes": {"distribution": "kubeadm", "role": "worker"},
-        "container_runtime": {
-            "name": "containerd",
-            "config_path": "/etc/containerd/config.toml",
-            "socket": "/run/containerd/containerd.sock",
-            "socket_present": True,
-            "template_path": None,
-            "config": None,
-        },
-        "container_toolkit": {
-            "installed": True,
-            "config_path": "/etc/nvidia-container-runtime/config.toml",
-            "mode": "legacy",
-            "cdi_default_kind": None,
-            "ldconfig": None,
-            "root": None,
-        },
-        "cdi": {"specs": [{"path": "/etc/cdi/nvidia.json", "kind": None}], "nvidia": False},
-        "secure_boot": {"efi": False, "enabled": False},
-        "validations": {
-            "present": False,
-            "files": [],
-            "all_ready": False,
-            "driver_ready": None,
-            "ready": {"driver": False, "toolkit": False, "cuda": False, "plugin": False},
-        },
-    },
-}
-
-# (address, device id, kind, bound driver, NUMA node) per tree
-PCI = {
-    "ubuntu2204-kubeadm-containerd": [
-        (a, "0x26b9", "gpu", "nvidia", n)
-        for a, n in zip(["0000:01:00.0", "0000:41:00.0", "0000:81:00.0", "0000:c1:00.0"], [0, 0, 1, 1])
-    ],
-    "ubuntu2404-operator-driver-root": sorted(
-        [(a, "0x2330", "gpu", "nvidia", 0 if i < 4 else 1) for i, a in enumerate(H100_BUS)]
-        + [(f"0000:0{k}:00.0", "0x22a3", "nvswitch", "nvidia", 0) for k in (5, 6, 7, 8)]
-    ),
-    "rhel9-secureboot": [("0000:00:1e.0", "0x1eb8", "gpu", "nvidia", -1)],
-    "k3s": sorted(
-        [
-            (a, "0x20b2", "gpu", "nvidia", i // 4)
-            for i, a in enumerate(
-                [
-                    "0000:07:00.0",
-                    "0000:0f:00.0",
-                    "0000:47:00.0",
-                    "0000:4e:00.0",
-                    "0000:87:00.0",
-                    "0000:90:00.0",
-                    "0000:b7:00.0",
-                    "0000:bd:00.0",
-                ]
-            )
-        ]
-        + [(f"0000:c{k}:00.0", "0x1af1", "nvswitch", "nvidia", 1) for k in range(4, 10)]
-    ),
-    "rke2": sorted(
-        [(a, "0x2330", "gpu", "nvidia", 0) for a in H100_BUS]
-        + [(f"0000:0{k}:00.0", "0x22a3", "nvswitch", "nvidia", 0) for k in (5, 6, 7, 8)]
-    ),
-    "microk8s": [("0000:65:00.0", "0x2236", "gpu", "nvidia", 0)],
-    "broken-nouveau-no-headers": [
-        ("0000:01:00.0", "0x26b9", "gpu", "nouveau", 0),
-        ("0000:41:00.0", "0x26b9", "gpu", "nouveau", 0),
-    ],
-}
-GPUS_DEV = {
-    "ubuntu2204-kubeadm-containerd": 4,
-    "ubuntu2404-operator-driver-root": 8,
-    "rhel9-secureboot": 1,
-    "k3s": 8,
-    "rke2": 8,
-    "microk8s": 1,
-}
-
-
-@pytest.fixture(scope="module")
-def facts():
-    return {name: hf.collect(str(HOSTS / name)) for name in EXPECTED}
-
-
-def test_every_fake_host_tree_is_specified():
-    assert sorted(p.name for p in HOSTS.iterdir() if p.is_dir()) == sorted(EXPECTED)
-
-
-@pytest.mark.parametrize("host,section", [(h, s) for h, spec in EXPECTED.items() for s in spec])
-def test_section_equals_the_tree(facts, host, section):
-    assert facts[host][section] == EXPECTED[host][section]
-
-
-@pytest.mark.parametrize("host", sorted(PCI))
-def test_nvidia_pci_devices(facts, host):
-    pci = facts[host]["pci"]
-    got = [(d["address"], d["device_id"], d["kind"], d["driver"], d["numa_node"]) for d in pci["devices"]]
-    assert got == PCI[host]
-    assert pci["gpu_count"] == sum(1 for d in PCI[host] if d[2] == "gpu")
-    assert pci["nvswitch_count"] == sum(1 for d in PCI[host] if d[2] == "nvswitch")
-
-
-@pytest.mark.parametrize("host", sorted(GPUS_DEV))
-def test_device_nodes_and_dev_char_links(facts, host):
-    n = GPUS_DEV[host]
-    dev = facts[host]["devices"]
-    assert [f"nvidia{i}" for i in range(n)] == [x for x in dev["nodes"] if x[6:].isdigit()]
-    if host == "rke2":  # links never created: the "Failed to initialize NVML: Unknown Error" trap
-        assert dev["char_links"] == {}
-        assert "nvidia0" in dev["char_links_missing"] and "nvidiactl" in dev["char_links_missing"]
-    else:
-        assert dev["char_links"]["195:0"] == "../nvidia0"
-        assert dev["char_links"]["195:255"] == "../nvidiactl"
-        assert [m for m in dev["char_links_missing"] if m != "nvidia-nvswitchctl"] == []
-
-
-def test_module_refcounts(facts):
-    mods = facts["ubuntu2204-kubeadm-containerd"]["modules"]
-    assert {k: v["refcount"] for k, v in mods.items() if v["loaded"]} == {
-        "nvidia": 12,
-        "nvidia_uvm": 2,
-        "nvidia_modeset": 1,
-        "nvidia_drm": 0,
-    }
-    assert facts["ubuntu2404-operator-driver-root"]["modules"]["nvidia_peermem"] == {"loaded": True, "refcount": 0}
-
-
-def test_broken_node_reports_each_bad_source_and_keeps_the_rest(facts):
-    problems = facts["broken-nouveau-no-headers"]["problems"]
-    assert [(p["source"], p["reason"]) for p in problems] == [
-        ("/etc/os-release", "malformed"),
-        ("/etc/containerd/config.toml", "malformed"),
-        ("/etc/cdi/nvidia.json", "malformed"),
-    ]
-    assert problems[0]["detail"] == "2 line(s) ignored"
+HOSTS = Path(__file__).resolve().parents[4] / "tests" / "sim" / "hosts"
+NVRM = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.127.05  Tue Sep 24 23:00:00 UTC 2024\n"
 
 
 def test_cmdline_stops_at_init_arguments():
@@ -512,7 +40,58 @@ def test_cmdline_stops_at_init_arguments():
     }
 
 
-# ---- partial and malformed sources ------------------------------------------------------------------------
+def test_module_refcounts():
+    mods = hf.collect(str(HOSTS / "ubuntu2204-kubeadm-containerd"))["modules"]
+    assert {k: v["refcount"] for k, v in mods.items() if v["loaded"]} == {
+        "nvidia": 12,
+        "nvidia_uvm": 2,
+        "nvidia_modeset": 1,
+        "nvidia_drm": 0,
+    }
+
+
+def test_broken_node_reports_each_bad_source_and_keeps_the_rest():
+    f = hf.collect(str(HOSTS / "broken-nouveau-no-headers"))
+    assert [(p["source"], p["reason"]) for p in f["problems"]] == [
+        ("/etc/os-release", "malformed"),
+        ("/etc/containerd/config.toml", "malformed"),
+        ("/etc/cdi/nvidia.json", "malformed"),
+    ]
+    assert f["problems"][0]["detail"] == "2 line(s) ignored"
+    assert f["os"]["id"] == "ubuntu" and f["container_runtime"]["config"] is None and f["cdi"]["nvidia"] is None
+
+
+# ---- host_root ---------------------------------------------------------------------------------------------
+
+
+def test_a_missing_host_root_is_refused_naming_the_path_and_the_fix(tmp_path):
+    missing = tmp_path / "nope"
+    with pytest.raises(ArgumentError) as err:
+        hf.check_host_root(str(missing))
+    assert str(err.value) == (
+        "host_root %s is not a directory: it does not exist; set host_root to where the host's / is mounted "
+        "(/ on the host itself, for example /host in a container)" % missing
+    )
+
+
+def test_a_file_as_host_root_is_refused(tmp_path):
+    (tmp_path / "root").write_text("")
+    with pytest.raises(ArgumentError, match="is not a directory: it is a file; set host_root"):
+        hf.check_host_root(str(tmp_path / "root"))
+
+
+@pytest.mark.parametrize("present,refused", [((), True), (("usr", "var"), True), (("etc",), False), (("sys",), False)])
+def test_a_host_root_needs_proc_or_sys_or_etc(tmp_path, present, refused):
+    for d in present:
+        (tmp_path / d).mkdir()
+    if refused:
+        with pytest.raises(ArgumentError, match="does not look like a root file system"):
+            hf.check_host_root(str(tmp_path))
+    else:
+        hf.check_host_root(str(tmp_path))
+
+
+# ---- tri-state: unknown is not false -----------------------------------------------------------------------
 
 
 def write(root, rel, data):
@@ -525,58 +104,270 @@ def write(root, rel, data):
     return p
 
 
-def test_an_empty_root_gives_defaults_and_names_the_missing_essentials(tmp_path):
+def reasons(facts):
+    return [(q["source"], q["reason"]) for q in facts["problems"]]
+
+
+def minimal(root):
+    """A root with /proc, /sys and /dev in it and nothing NVIDIA: every presence fact reads as a definite no."""
+    write(root, "proc/cmdline", "ro quiet\n")
+    write(root, "proc/sys/kernel/osrelease", "6.8.0-48-generic\n")
+    write(root, "proc/sys/kernel/arch", "x86_64\n")
+    write(root, "sys/devices/system/node/online", "0\n")
+    write(root, "dev/null", "")
+    write(root, "etc/os-release", "ID=ubuntu\n")
+    return root
+
+
+def test_on_a_root_that_was_read_and_says_no_the_answers_are_false(tmp_path):
+    f = hf.collect(str(minimal(tmp_path)))
+    assert f["nvidia_driver"]["loaded"] is False and f["modules"]["nouveau"]["loaded"] is False
+    assert (f["nouveau"]["blacklisted_modprobe"], f["nouveau"]["blacklisted_cmdline"]) == (False, False)
+    assert (f["secure_boot"], f["iommu"]["enabled"], f["kernel"]["headers_present"]) == (
+        {"efi": False, "enabled": False},
+        False,
+        False,
+    )
+    assert f["problems"] == []
+
+
+def test_a_root_without_proc_sys_and_dev_leaves_their_facts_unknown(tmp_path):
+    write(tmp_path, "etc/os-release", "ID=ubuntu\n")
     f = hf.collect(str(tmp_path))
-    assert f["kernel"] == {"release": None, "version": None, "architecture": None, "headers_present": None}
-    assert f["os"]["id"] is None and f["kubernetes"] == {"distribution": None, "role": None}
-    assert f["container_runtime"]["name"] is None and f["pci"]["devices"] == []
-    assert sorted(p["source"] for p in f["problems"]) == [
-        "/proc/cmdline",
-        "/proc/sys/kernel/osrelease",
-        "/usr/lib/os-release",
-    ]
-    assert {p["reason"] for p in f["problems"]} == {"missing"}
+    assert f["kernel"] == {
+        "release": None,
+        "version": None,
+        "architecture": None,
+        "headers_present": None,
+        "headers_path": None,
+    }
+    assert f["nvidia_driver"]["loaded"] is None and f["modules"]["nvidia"]["loaded"] is None
+    assert (f["nouveau"]["loaded"], f["nouveau"]["blacklisted_cmdline"], f["secure_boot"]["efi"]) == (None, None, None)
+    assert (f["pci"]["gpu_count"], f["devices"]["nodes"], f["numa"]["node_count"]) == (None, None, None)
+    assert [src for src, why in reasons(f) if why == "missing"][:3] == ["/proc", "/sys", "/dev"]
 
 
-def test_an_unreadable_file_is_a_problem_not_a_failure(tmp_path, monkeypatch):
-    p = write(tmp_path, "proc/driver/nvidia/version", "NVRM version: x 550.1 y\n")
-    real_open = open
+@pytest.fixture(scope="module")
+def unreadable_roots(tmp_path_factory):
+    """Facts of roots with one file made unreadable (mode 000), collected without DAC override."""
+    base = tmp_path_factory.mktemp("unreadable")
+    cases = {
+        "nvidia-version": "proc/driver/nvidia/version",
+        "modprobe": "etc/modprobe.d/blacklist-nouveau.conf",
+        "auto-upgrades": "etc/apt/apt.conf.d/20auto-upgrades",
+    }
+    for name, rel in cases.items():
+        root = minimal(base / name)
+        write(root, "proc/driver/nvidia/version", NVRM)
+        write(root, "etc/modprobe.d/blacklist-nouveau.conf", "blacklist nouveau\n")
+        write(root, "etc/apt/apt.conf.d/20auto-upgrades", 'APT::Periodic::Unattended-Upgrade "1";\n')
+        os.chmod(root / rel, 0)
+    return dict(zip(cases, host_damage.unprivileged("--collect", *(base / n for n in cases))))
 
-    def denying_open(path, *args, **kwargs):
-        # Root reads files whatever their mode, so the permission error is raised here instead of by chmod.
-        if str(path) == str(p):
-            raise PermissionError(13, "Permission denied", str(path))
-        return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr("builtins.open", denying_open)
-    f = hf.collect(str(tmp_path))
-    assert {"source": "/proc/driver/nvidia/version", "reason": "unreadable"} in [
-        {k: v for k, v in q.items() if k != "detail"} for q in f["problems"]
-    ]
+def test_an_unreadable_nvidia_version_file_is_an_unknown_driver_not_an_unloaded_one(unreadable_roots):
+    f = unreadable_roots["nvidia-version"]
+    assert f["nvidia_driver"] == {"loaded": None, "version": None, "flavor": None, "gcc": None}
+    assert ("/proc/driver/nvidia/version", "unreadable") in reasons(f)
+
+
+def test_an_unreadable_modprobe_file_leaves_the_blacklist_unknown(unreadable_roots):
+    f = unreadable_roots["modprobe"]
+    assert f["nouveau"]["blacklisted_modprobe"] is None and f["vfio"]["nouveau_blacklisted"] is None
+    assert ("/etc/modprobe.d/blacklist-nouveau.conf", "unreadable") in reasons(f)
+    assert unreadable_roots["nvidia-version"]["nouveau"]["blacklisted_modprobe"] is True  # the same file, readable
+
+
+def test_unreadable_apt_settings_leave_unattended_upgrades_unknown(unreadable_roots):
+    assert unreadable_roots["auto-upgrades"]["unattended_upgrades"]["enabled"] is None
+    assert unreadable_roots["modprobe"]["unattended_upgrades"]["enabled"] is True
 
 
 def test_a_directory_where_a_file_should_be_is_unreadable(tmp_path):
-    (tmp_path / "proc" / "driver" / "nvidia" / "version").mkdir(parents=True)
+    (minimal(tmp_path) / "proc" / "driver" / "nvidia" / "version").mkdir(parents=True)
     f = hf.collect(str(tmp_path))
-    assert ("/proc/driver/nvidia/version", "unreadable") in [(q["source"], q["reason"]) for q in f["problems"]]
-    assert f["nvidia_driver"]["loaded"] is False
+    assert ("/proc/driver/nvidia/version", "unreadable") in reasons(f)
+    assert f["nvidia_driver"]["loaded"] is None
 
 
 def test_garbage_nvidia_version_and_refcnt(tmp_path):
-    write(tmp_path, "proc/driver/nvidia/version", "garbage\n")
+    write(minimal(tmp_path), "proc/driver/nvidia/version", "garbage\n")
     write(tmp_path, "sys/module/nvidia/refcnt", "many\n")
     f = hf.collect(str(tmp_path))
-    assert f["nvidia_driver"]["loaded"] is False
+    assert f["nvidia_driver"]["loaded"] is None
     assert f["modules"]["nvidia"] == {"loaded": True, "refcount": None}
-    got = [(q["source"], q["reason"]) for q in f["problems"]]
-    assert ("/proc/driver/nvidia/version", "malformed") in got and ("/sys/module/nvidia/refcnt", "malformed") in got
+    assert {("/proc/driver/nvidia/version", "malformed"), ("/sys/module/nvidia/refcnt", "malformed")} <= set(reasons(f))
 
 
-def test_short_secure_boot_variable(tmp_path):
-    write(tmp_path, system.SECURE_BOOT_VAR, b"\x06\x00")
+def test_a_text_file_with_nul_bytes_is_malformed_not_read(tmp_path):
+    write(minimal(tmp_path), "etc/modprobe.d/blacklist-nouveau.conf", b"blacklist nouveau\n\x00\x00\x00")
+    f = hf.collect(str(tmp_path))
+    assert ("/etc/modprobe.d/blacklist-nouveau.conf", "malformed") in reasons(f)
+    assert f["nouveau"]["blacklisted_modprobe"] is None
+
+
+@pytest.mark.parametrize("raw", [b"\x06\x00", b"\x06\x00\x00\x00\x07", b"\x06\x00\x00\x00\x01\x00"])
+def test_a_secure_boot_variable_that_is_not_one_value_byte_is_unknown(tmp_path, raw):
+    write(minimal(tmp_path), system.SECURE_BOOT_VAR, raw)
     f = hf.collect(str(tmp_path))
     assert f["secure_boot"] == {"efi": True, "enabled": None}
-    assert ("/" + system.SECURE_BOOT_VAR, "malformed") in [(q["source"], q["reason"]) for q in f["problems"]]
+    assert ("/" + system.SECURE_BOOT_VAR, "malformed") in reasons(f)
+
+
+def test_an_efi_boot_without_a_secure_boot_variable_has_secure_boot_off(tmp_path):
+    write(minimal(tmp_path), "sys/firmware/efi/fw_platform_size", "64\n")
+    assert hf.collect(str(tmp_path))["secure_boot"] == {"efi": True, "enabled": False}
+
+
+# ---- nothing vanishes --------------------------------------------------------------------------------------
+
+
+def gpu(root, addr, target=None, **attrs):
+    """An NVIDIA GPU at ``addr``: sys/bus/pci/devices/<addr> links to sys/devices/pci0000:00/<addr>."""
+    values = {"vendor": "0x10de", "device": "0x2330", "class": "0x030200", "numa_node": "0"}
+    values.update(attrs)
+    for k, v in values.items():
+        if v is not None:
+            write(root, f"sys/devices/pci0000:00/{addr}/{k}", v + "\n")
+    link = root / "sys/bus/pci/devices" / addr
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(target or f"../../../devices/pci0000:00/{addr}")
+
+
+def test_a_gpu_whose_sysfs_link_dangles_is_kept_counted_as_unresolved_and_named(tmp_path):
+    gpu(minimal(tmp_path), "0000:18:00.0")
+    gpu(tmp_path, "0000:2a:00.0", target="../../../devices/pci0000:00/gone/0000:2a:00.0")
+    p = hf.collect(str(tmp_path))
+    assert [(d["address"], d["kind"]) for d in p["pci"]["devices"]] == [("0000:18:00.0", "gpu"), ("0000:2a:00.0", None)]
+    assert (p["pci"]["gpu_count"], p["pci"]["unresolved_count"]) == (1, 1)
+    assert ("/sys/bus/pci/devices/0000:2a:00.0", "dangling") in reasons(p)
+    assert p["fabric_manager"]["required"] is None  # the unresolved device may be an NVSwitch
+
+
+@pytest.mark.parametrize("attr,value", [("vendor", None), ("vendor", "nvidia"), ("class", "3d controller")])
+def test_a_gpu_whose_vendor_or_class_cannot_be_read_is_kept_unresolved(tmp_path, attr, value):
+    gpu(minimal(tmp_path), "0000:18:00.0", **{attr: value})
+    p = hf.collect(str(tmp_path))
+    assert [(d["address"], d["kind"]) for d in p["pci"]["devices"]] == [("0000:18:00.0", None)]
+    assert ("/sys/bus/pci/devices/0000:18:00.0/" + attr, "malformed" if value else "missing") in reasons(p)
+
+
+def test_a_malformed_numa_node_is_unknown_with_a_problem(tmp_path):
+    gpu(minimal(tmp_path), "0000:18:00.0", numa_node="node0")
+    p = hf.collect(str(tmp_path))
+    assert p["pci"]["devices"][0]["numa_node"] is None and p["pci"]["gpu_count"] == 1
+    assert ("/sys/bus/pci/devices/0000:18:00.0/numa_node", "malformed") in reasons(p)
+
+
+def test_a_dev_char_link_to_a_node_that_is_gone_is_kept_and_named(tmp_path):
+    write(minimal(tmp_path), "dev/nvidia0", "")
+    (tmp_path / "dev/char").mkdir()
+    (tmp_path / "dev/char/195:0").symlink_to("../nvidia0")
+    (tmp_path / "dev/char/195:1").symlink_to("../nvidia1")
+    d = hf.collect(str(tmp_path))
+    assert d["devices"]["char_links"] == {"195:0": "../nvidia0", "195:1": "../nvidia1"}
+    assert d["devices"]["char_links_dangling"] == ["195:1"]
+    assert ("/dev/char/195:1", "dangling") in reasons(d)
+
+
+def test_a_dangling_kernel_build_link_means_no_headers_and_is_named(tmp_path):
+    (minimal(tmp_path) / "lib/modules/6.8.0-48-generic").mkdir(parents=True)
+    (tmp_path / "lib/modules/6.8.0-48-generic/build").symlink_to("/usr/src/linux-headers-6.8.0-48-generic")
+    k = hf.collect(str(tmp_path))
+    assert (k["kernel"]["headers_present"], k["kernel"]["headers_path"]) == (False, None)
+    assert ("/lib/modules/6.8.0-48-generic/build", "dangling") in reasons(k)
+    (tmp_path / "usr/src/linux-headers-6.8.0-48-generic").mkdir(parents=True)
+    assert hf.collect(str(tmp_path))["kernel"]["headers_path"] == "/usr/src/linux-headers-6.8.0-48-generic"
+
+
+# ---- the facts an admission checklist needs ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "files,arch",
+    [
+        ({"proc/sys/kernel/arch": "aarch64\n", "boot/config-REL": "CONFIG_X86_64=y\n"}, "aarch64"),
+        ({"boot/config-REL": "# CONFIG_X86_64 is not set\nCONFIG_ARM64=y\n"}, "aarch64"),
+        ({"lib/modules/REL/config": "CONFIG_PPC64=y\nCONFIG_CPU_LITTLE_ENDIAN=y\n"}, "ppc64le"),
+        ({}, None),
+    ],
+)
+def test_the_architecture_comes_from_the_arch_file_else_the_kernel_config(tmp_path, files, arch):
+    write(tmp_path, "proc/sys/kernel/osrelease", "6.1.0-26-cloud\n")
+    for rel, text in files.items():
+        write(tmp_path, rel.replace("REL", "6.1.0-26-cloud"), text)
+    f = hf.collect(str(tmp_path))
+    assert f["kernel"]["architecture"] == arch
+    assert (("/proc/sys/kernel/arch", "missing") in reasons(f)) == (arch is None)
+
+
+@pytest.mark.parametrize(
+    "release,arch", [("6.1.0-26-amd64", "x86_64"), ("6.1.112-122.189.amzn2023.aarch64", "aarch64")]
+)
+def test_the_architecture_comes_from_the_release_name_when_nothing_else_says(tmp_path, release, arch):
+    write(tmp_path, "proc/sys/kernel/osrelease", release + "\n")
+    assert hf.collect(str(tmp_path))["kernel"]["architecture"] == arch
+
+
+def test_numa_nodes_from_the_online_range_list(tmp_path):
+    write(minimal(tmp_path), "sys/devices/system/node/online", "0-1,3\n")
+    assert hf.collect(str(tmp_path))["numa"] == {"node_count": 3, "nodes": [0, 1, 3]}
+    write(tmp_path, "sys/devices/system/node/online", "zero\n")
+    f = hf.collect(str(tmp_path))
+    assert f["numa"] == {"node_count": None, "nodes": None}
+    assert ("/sys/devices/system/node/online", "malformed") in reasons(f)
+
+
+def test_the_rancher_endpoint_of_a_drop_in_selects_the_system_containerd(tmp_path):
+    write(tmp_path, "etc/rancher/k3s/config.yaml", "write-kubeconfig-mode: '0644'\n")
+    write(tmp_path, "etc/rancher/k3s/config.yaml.d/90-runtime.yaml", "container-runtime-endpoint: /run/cri.sock\n")
+    assert container_runtime.rancher_endpoint(reader.Reader(str(tmp_path)), "k3s") == ("/run/cri.sock", True)
+
+
+def test_an_unreadable_rancher_config_leaves_the_containerd_in_use_unknown(tmp_path):
+    write(minimal(tmp_path), "etc/rancher/rke2/config.yaml", "\x00")
+    write(tmp_path, "run/k3s/containerd/containerd.sock", "")
+    cr = hf.collect(str(tmp_path))["container_runtime"]
+    assert (cr["name"], cr["config_source"], cr["socket_present"]) == ("containerd", None, None)
+
+
+def test_a_containerd_drop_in_overrides_the_base_key_by_key():
+    base = {"version": 3, "plugins": {"io.containerd.cri.v1.runtime": {"containerd": {"default_runtime_name": "runc"}}}}
+    drop_in = {"plugins": {"io.containerd.cri.v1.runtime": {"enable_cdi": True}}}
+    merged = runtime_configs.deep_merge(base, drop_in)
+    summary = runtime_configs.containerd_summary(merged)
+    assert (summary["default_runtime"], summary["cdi_enabled"]) == ("runc", True)
+    assert base["plugins"]["io.containerd.cri.v1.runtime"] == {"containerd": {"default_runtime_name": "runc"}}
+
+
+def test_modprobe_files_in_etc_hide_those_of_the_same_name_in_lib(tmp_path):
+    write(minimal(tmp_path), "lib/modprobe.d/nvidia.conf", "blacklist nouveau\n")
+    write(tmp_path, "etc/modprobe.d/nvidia.conf", "# nouveau allowed here\n")
+    f = hf.collect(str(tmp_path))
+    assert f["nouveau"]["blacklisted_modprobe"] is False and f["nouveau"]["blacklist_files"] == []
+
+
+def test_cdi_spec_version_and_device_names(tmp_path):
+    spec = {"cdiVersion": "0.6.0", "kind": "nvidia.com/gpu", "devices": [{"name": "0"}, {"name": "all"}, {}]}
+    write(tmp_path, "etc/cdi/nvidia.json", json.dumps(spec))
+    write(tmp_path, "var/run/cdi/bad.yaml", "cdiVersion: 0.5.0\n")
+    c = hf.collect(str(tmp_path))["cdi"]
+    assert c["specs"] == [
+        {"path": "/etc/cdi/nvidia.json", "kind": "nvidia.com/gpu", "cdi_version": "0.6.0", "devices": ["0", "all"]},
+        {"path": "/var/run/cdi/bad.yaml", "kind": None, "cdi_version": None, "devices": None},
+    ]
+    assert c["nvidia"] is True  # an nvidia.com spec was read, whatever the other one is
+
+
+def test_without_pyyaml_yaml_sources_are_problems(tmp_path, monkeypatch):
+    monkeypatch.setattr(reader, "_yaml", None)
+    write(tmp_path, "etc/cdi/nvidia.yaml", "kind: nvidia.com/gpu\ndevices: []\n")
+    f = hf.collect(str(tmp_path))
+    assert f["cdi"] == {
+        "specs": [{"path": "/etc/cdi/nvidia.yaml", "kind": None, "cdi_version": None, "devices": None}],
+        "nvidia": None,
+    }
+    assert ("/etc/cdi/nvidia.yaml", "yaml_parser_unavailable") in reasons(f)
 
 
 def test_docker_daemon_json(tmp_path):
@@ -588,17 +379,25 @@ def test_docker_daemon_json(tmp_path):
                 "default-runtime": "nvidia",
                 "runtimes": {"nvidia": {"path": "nvidia-container-runtime"}},
                 "features": {"cdi": True},
+                "exec-opts": ["native.cgroupdriver=cgroupfs"],
             }
         ),
     )
     cr = hf.collect(str(tmp_path))["container_runtime"]
-    assert cr["name"] == "docker" and cr["socket_present"] is False
-    assert cr["config"] == {
-        "runtimes": ["nvidia"],
-        "default_runtime": "nvidia",
-        "nvidia_runtime": True,
-        "cdi_enabled": True,
-    }
+    assert (cr["name"], cr["config_source"], cr["socket_present"]) == ("docker", "system", False)
+    assert (
+        cr["config"]
+        == cr["docker"]
+        == {
+            "runtimes": ["nvidia"],
+            "default_runtime": "nvidia",
+            "nvidia_runtime": True,
+            "nvidia_runtimes": {
+                "nvidia": {"binary": "nvidia-container-runtime", "runtime_type": None, "systemd_cgroup": False}
+            },
+            "cdi_enabled": True,
+        }
+    )
 
 
 @pytest.mark.parametrize("content", ["[1, 2]", "{not json", ""])
@@ -606,7 +405,7 @@ def test_bad_daemon_json_is_reported(tmp_path, content):
     write(tmp_path, "etc/docker/daemon.json", content)
     f = hf.collect(str(tmp_path))
     assert f["container_runtime"]["config"] is None
-    assert ("/etc/docker/daemon.json", "malformed") in [(q["source"], q["reason"]) for q in f["problems"]]
+    assert ("/etc/docker/daemon.json", "malformed") in reasons(f)
 
 
 def test_k0s_distribution(tmp_path):
@@ -617,16 +416,19 @@ def test_k0s_distribution(tmp_path):
     )
     f = hf.collect(str(tmp_path))
     assert f["kubernetes"]["distribution"] == "k0s"
-    assert f["container_runtime"]["socket"] == "/run/k0s/containerd.sock"
+    assert (f["container_runtime"]["socket"], f["container_runtime"]["config_source"]) == (
+        "/run/k0s/containerd.sock",
+        "distribution",
+    )
     assert f["container_runtime"]["config_path"] == "/etc/k0s/containerd.d/nvidia.toml"
     assert f["container_runtime"]["config"]["nvidia_runtime"] is True
 
 
-def test_without_a_toml_parser_toml_sources_become_problems(tmp_path, monkeypatch):
+def test_without_a_toml_parser_toml_sources_become_problems(monkeypatch):
     monkeypatch.setattr(reader, "_toml", None)
     f = hf.collect(str(HOSTS / "ubuntu2204-kubeadm-containerd"))
     assert f["container_runtime"]["config"] is None
-    assert {(q["source"], q["reason"]) for q in f["problems"]} == {
+    assert set(reasons(f)) == {
         ("/etc/containerd/config.toml", "toml_parser_unavailable"),
         ("/etc/nvidia-container-runtime/config.toml", "toml_parser_unavailable"),
     }
@@ -653,9 +455,13 @@ def test_os_release_round_trip(data):
 @settings(max_examples=300)
 def test_parsers_never_raise_on_arbitrary_text(text):
     system.parse_os_release(text)
+    system.parse_apt_conf(text)
     nvidia_stack.parse_kv(text)
-    kernel.parse_modprobe(text)
+    modprobe.parse_modprobe(text)
     kernel.parse_cmdline(text)
+    kernel.config_architecture(kernel.parse_kernel_config(text))
+    pci.parse_ranges(text)
+    runtime_configs.template_toml(text)
     result = kernel.parse_nvidia_version(text)
     assert result is None or result["flavor"] in ("open", "proprietary")
     assert system.secure_boot(text.encode()) in (None, True, False)
@@ -669,7 +475,7 @@ def test_toml_reader_reports_or_parses(tmp_path_factory, text):
     data = r.toml("etc/containerd/config.toml")
     assert (data is None) == bool(r.problems)
     if isinstance(data, dict):
-        container_runtime.containerd_summary(data)  # must not raise on any parsed shape
+        runtime_configs.containerd_summary(data)  # must not raise on any parsed shape
 
 
 @given(
@@ -681,7 +487,7 @@ def test_toml_reader_reports_or_parses(tmp_path_factory, text):
 )
 def test_summaries_tolerate_any_shape(doc):
     doc = doc if isinstance(doc, dict) else {"plugins": doc}
-    for fn in (container_runtime.containerd_summary, container_runtime.crio_summary, container_runtime.docker_summary):
+    for fn in (runtime_configs.containerd_summary, runtime_configs.crio_summary, runtime_configs.docker_summary):
         try:
             fn(doc)
         except (AttributeError, TypeError) as exc:  # pragma: no cover - a failure is a bug
@@ -704,6 +510,7 @@ def test_summaries_tolerate_any_shape(doc):
     )
 )
 def test_modprobe_blacklist(lines):
-    black, opts = kernel.parse_modprobe("\n".join(lines))
+    black, opts, bad = modprobe.parse_modprobe("\n".join(lines))
     assert ("nouveau" in black) == any(x in lines for x in ("blacklist nouveau", "install nouveau /bin/false"))
     assert (opts.get("nouveau", {}).get("modeset") == "0") == ("options nouveau modeset=0" in lines)
+    assert bad == 0

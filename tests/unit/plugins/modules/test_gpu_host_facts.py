@@ -1,5 +1,6 @@
 """gpu_host_facts module contract: only ansible_facts.gpu_host, the same facts in check mode, the facts that
-``collect`` reads from the host tree, and clean failures for an unknown option, a wrong type or a bad host_root."""
+``collect`` reads from the host tree, and clean failures for an unknown option, a wrong type or a host_root that
+is missing, a file or not a root file system."""
 
 from __future__ import annotations
 
@@ -62,3 +63,19 @@ def test_a_directory_that_is_not_a_root_file_system_fails(monkeypatch, tmp_path)
     out = run(monkeypatch, {"host_root": str(tmp_path)})
     assert out["_kind"] == "fail" and "ansible_facts" not in out
     assert out["msg"].startswith("host_root %s does not look like a root file system" % tmp_path)
+
+
+def test_a_missing_host_root_fails_naming_it_and_the_fix(monkeypatch, tmp_path):
+    out = run(monkeypatch, {"host_root": str(tmp_path / "hots")})
+    assert out["_kind"] == "fail" and "ansible_facts" not in out
+    assert out["msg"] == (
+        "host_root %s is not a directory: it does not exist; set host_root to where the host's / is mounted "
+        "(/ on the host itself, for example /host in a container)" % (tmp_path / "hots")
+    )
+
+
+def test_a_file_as_host_root_fails(monkeypatch, tmp_path):
+    (tmp_path / "host").write_text("")
+    out = run(monkeypatch, {"host_root": str(tmp_path / "host")})
+    assert out["_kind"] == "fail"
+    assert out["msg"].startswith("host_root %s is not a directory: it is a file" % (tmp_path / "host"))
