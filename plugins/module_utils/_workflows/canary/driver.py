@@ -22,6 +22,17 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
 )
 
 
+def _settings(patch, prefix=""):
+    """A patch as ``key=value`` words, nested keys dotted: ``upgradePolicy.autoUpgrade=true``, ``version=610.1``."""
+    words = []
+    for key, value in sorted(patch.items()):
+        if isinstance(value, dict):
+            words.extend(_settings(value, prefix + key + "."))
+        else:
+            words.append("%s%s=%s" % (prefix, key, str(value).lower() if isinstance(value, bool) else value))
+    return words
+
+
 def set_driver_version(session, cp, version, policy):
     """Point the ClusterPolicy (or every NVIDIADriver in CRD mode) at ``version`` with ``policy`` merged into its
     ``upgradePolicy``; True if anything changed."""
@@ -37,8 +48,7 @@ def set_driver_version(session, cp, version, policy):
         cp_patch["upgradePolicy"] = want_policy
     if cp_patch:
         session.write(
-            "ClusterPolicy %s: set spec.driver %s"
-            % (name_of(cp), ", ".join("%s=%s" % kv for kv in sorted(cp_patch.items()))),
+            "ClusterPolicy %s: set spec.driver %s" % (name_of(cp), ", ".join(_settings(cp_patch))),
             "PATCH",
             cluster_policy_path(cp),
             {"spec": {"driver": cp_patch}},

@@ -444,3 +444,16 @@ def test_the_module_refuses_to_prepare_when_a_running_workloads_cuda_needs_a_new
     assert api.writes == []
     with pytest.raises(PlanError, match=r"cuda_images\[0\]"):
         run_module(api, step="plan", cuda_images=[{"image": "("}])
+
+
+def test_a_rollback_that_does_not_complete_names_each_node_and_why_in_a_sentence():
+    api = FakeAPI(NAMES)
+    run_module(api, step="prepare")
+    run_module(api, step="wave", wave=0)
+    api.failing.add("h-0")  # the old driver does not come back on h-0
+    with pytest.raises(CanaryAbort) as exc:
+        run_module(api, step="rollback", wave_timeout=30)
+    why = "the operator's upgrade controller set %s=upgrade-failed" % STATE
+    assert exc.value.msg == "rollback did not complete: node h-0: " + why
+    assert exc.value.result()["failed_nodes"] == {"h-0": why}
+    assert record(api)["phase"] == "rolled-back"
