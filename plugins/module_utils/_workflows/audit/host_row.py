@@ -34,7 +34,7 @@ def _os_text(os_facts):
 
 def toolkit_text(toolkit):
     """One comparable string for the NVIDIA Container Toolkit config; None when unknown."""
-    if not toolkit:
+    if not toolkit or toolkit.get("installed") is None:  # installed None: its config directory was unreadable
         return None
     if not toolkit.get("installed"):
         return "not installed"

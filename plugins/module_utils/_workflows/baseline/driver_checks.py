@@ -14,19 +14,25 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.facts import (
+    DRIVER_SOURCE,
     architectures,
+    driver_unknown,
     fact,
     host_driver,
     is_host_driver,
     operator_managed,
     target_driver,
+    unknown_in,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.model import (
     bad,
     check,
     na,
     ok,
+    unknown,
 )
+
+_DRIVER_UNKNOWN = "whether an NVIDIA kernel module is loaded, and which"
 
 
 @check("driver.preinstalled_conflict", "host", "fail", "No host driver collides with the operator's driver")
@@ -34,8 +40,12 @@ def _preinstalled_conflict(ctx, opts):
     if not operator_managed(opts):
         return na("driver policy is preinstalled")
     drv = fact(ctx, "gpu_host", "nvidia_driver", default={})
+    if unknown_in(drv, "loaded"):
+        return unknown(ctx, _DRIVER_UNKNOWN, DRIVER_SOURCE)
     if not drv.get("loaded"):
         return ok("no NVIDIA kernel module is loaded on the host")
+    if unknown_in(fact(ctx, "gpu_host", "validations"), "present"):
+        return unknown(ctx, "whether the loaded driver is the operator's", "/run/nvidia/validations")
     if not is_host_driver(ctx):
         return ok("the loaded driver %s comes from the operator's driver container" % drv.get("version"))
     return bad(
@@ -53,6 +63,8 @@ def _preinstalled_present(ctx, opts):
     version, flavor = host_driver(ctx)
     if version:
         return ok("host driver %s (%s) is loaded" % (version, flavor or "flavour unknown"))
+    if driver_unknown(ctx):
+        return unknown(ctx, _DRIVER_UNKNOWN, DRIVER_SOURCE)
     return bad(
         "driver policy is preinstalled but no NVIDIA driver is loaded (/proc/driver/nvidia/version is absent)",
         "Install and load the NVIDIA driver on the host, or set gpu_baseline_driver_policy=operator-managed.",
@@ -64,6 +76,8 @@ def _host_supported(ctx, opts):
     if operator_managed(opts):
         return na("driver policy is operator-managed (see driver.target_supported)")
     version, _flavor = host_driver(ctx)
+    if not version and driver_unknown(ctx):
+        return unknown(ctx, _DRIVER_UNKNOWN, DRIVER_SOURCE)
     if not version:
         return na("no host driver is loaded")
     return _driver_listed(opts, "host driver", version, "Upgrade the host driver to a listed version")
@@ -127,6 +141,8 @@ def _kernel_module(ctx, opts, required):
         _version, flavor = host_driver(ctx)
         if flavor == need:
             return ok("host driver is %s, as %s needs" % (flavor, ", ".join(sorted(wanted))))
+        if flavor is None and unknown_in(fact(ctx, "gpu_host", "nvidia_driver"), "loaded"):
+            return unknown(ctx, "the host driver's kernel module flavour", DRIVER_SOURCE)
         return bad(
             "%s GPUs %s the %s kernel modules; the host driver is %s"
             % (", ".join(sorted(wanted)), "need" if required else "are advised to use", need, flavor or "unknown"),
@@ -167,6 +183,8 @@ def _cuda(ctx, opts):
         return na("gpu_baseline_cuda_version is not set")
     minimum = compat.min_driver_for_cuda(opts["cuda_version"])
     driver = target_driver(opts) if operator_managed(opts) else host_driver(ctx)[0]
+    if not driver and driver_unknown(ctx):
+        return unknown(ctx, _DRIVER_UNKNOWN, DRIVER_SOURCE)
     if not driver:
         return na("no host driver is loaded")
     if compat.driver_at_least(driver, minimum):

@@ -15,6 +15,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.model import (
     FAIL,
+    SEVERITIES,
     SKIPPED,
     Outcome,
     bad,
@@ -58,6 +59,8 @@ def _builtin(scope, args, opts):
 
 def _result(check_id, scope, severity, title, outcome, opts):
     sev = opts["severity"].get(check_id, severity)
+    if outcome.at_most and SEVERITIES.index(sev) < SEVERITIES.index(outcome.at_most):
+        sev = outcome.at_most
     res = {"id": check_id, "scope": scope, "severity": sev, "title": title, "status": outcome.status}
     res["evidence"] = outcome.evidence
     res["fix"] = outcome.fix if outcome.status == FAIL else None

@@ -14,6 +14,9 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat
 
+#: The host file that says whether an NVIDIA kernel module is loaded, and which.
+DRIVER_SOURCE = "/proc/driver/nvidia/version"
+
 
 def fact(d, *keys, default=None):
     """``d[k1][k2]...``; ``default`` when a level is missing or the value is None."""
@@ -42,6 +45,18 @@ def host_driver(ctx):
     if fact(ctx, "nvidia_gpu", "available"):
         return fact(ctx, "nvidia_gpu", "driver_version"), None
     return None, None
+
+
+def unknown_in(d, *keys):
+    """True when one of ``keys`` is in the fact dict ``d`` with the value None: gpu_host_facts could not read its
+    source (a key that is not there at all is not unknown, only absent)."""
+    return isinstance(d, dict) and any(k in d and d[k] is None for k in keys)
+
+
+def driver_unknown(ctx):
+    """True when nothing tells whether an NVIDIA driver is loaded: /proc/driver/nvidia/version could not be read
+    and NVML did not answer."""
+    return unknown_in(fact(ctx, "gpu_host", "nvidia_driver"), "loaded") and not fact(ctx, "nvidia_gpu", "available")
 
 
 def is_host_driver(ctx):

@@ -14,20 +14,34 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.facts import (
+    DRIVER_SOURCE,
+    driver_unknown,
     fact,
     host_driver,
     operator_managed,
+    unknown_in,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.model import (
     bad,
     check,
     na,
     ok,
+    unknown,
 )
 
 #: Containerd paths the GPU Operator's toolkit must be told about on non-kubeadm distributions
 #: (gpu-operator.md s3; gpu_host_facts reports the host's own paths).
 _RUNTIME_ENV = ("CONTAINERD_CONFIG", "CONTAINERD_SOCKET")
+_STOCK_CONTAINERD = ("/etc/containerd/config.toml", "/run/containerd/containerd.sock")
+_MODPROBE = (
+    "/etc/modprobe.d",
+    "/run/modprobe.d",
+    "/usr/local/lib/modprobe.d",
+    "/usr/lib/modprobe.d",
+    "/lib/modprobe.d",
+)
+_UNITS = ("/etc/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system")
+_UPDATES = ("/etc/apt/apt.conf.d", "/etc/dnf", "/etc/systemd/system/timers.target.wants")
 
 
 @check("kernel.headers", "host", "fail", "Kernel headers for the running kernel (driver container build)")
@@ -37,6 +51,14 @@ def _kernel_headers(ctx, opts):
     if opts["use_precompiled"]:
         return na("precompiled driver images need no headers")
     k = fact(ctx, "gpu_host", "kernel", default={})
+    if unknown_in(k, "headers_present"):
+        return unknown(
+            ctx,
+            "whether headers for kernel %s are present" % k.get("release"),
+            "/proc/sys/kernel",
+            "/lib/modules",
+            "/usr/src",
+        )
     if k.get("headers_present"):
         return ok("headers for %s are present" % k.get("release"))
     return bad(
@@ -51,6 +73,8 @@ def _kernel_headers(ctx, opts):
 @check("nouveau.loaded", "host", "fail", "nouveau is not loaded")
 def _nouveau_loaded(ctx, opts):
     n = fact(ctx, "gpu_host", "nouveau", default={})
+    if unknown_in(n, "loaded"):
+        return unknown(ctx, "whether nouveau is loaded", "/sys/module")
     if not n.get("loaded"):
         return ok("nouveau is not loaded")
     return bad(
@@ -65,6 +89,8 @@ def _nouveau_blacklisted(ctx, opts):
     n = fact(ctx, "gpu_host", "nouveau", default={})
     if n.get("blacklisted_modprobe") or n.get("blacklisted_cmdline"):
         return ok("nouveau is blacklisted (%s)" % (", ".join(n.get("blacklist_files") or []) or "kernel cmdline"))
+    if unknown_in(n, "blacklisted_modprobe", "blacklisted_cmdline"):
+        return unknown(ctx, "whether nouveau is blacklisted", "/proc/cmdline", *_MODPROBE)
     return bad(
         "nouveau is not blacklisted in modprobe.d or on the kernel command line",
         "Add /etc/modprobe.d/blacklist-nouveau.conf with 'blacklist nouveau' and 'options nouveau modeset=0', "
@@ -75,6 +101,8 @@ def _nouveau_blacklisted(ctx, opts):
 @check("secure_boot.driver", "host", "fail", "Secure Boot accepts the driver's kernel modules")
 def _secure_boot(ctx, opts):
     sb = fact(ctx, "gpu_host", "secure_boot", default={})
+    if unknown_in(sb, "efi") or sb.get("efi") and unknown_in(sb, "enabled"):
+        return unknown(ctx, "whether Secure Boot is on", "/sys/firmware/efi")
     if not sb.get("enabled"):
         return ok("Secure Boot is off" if sb.get("efi") else "not an EFI boot; no Secure Boot")
     if operator_managed(opts) and not opts["use_precompiled"]:
@@ -84,6 +112,8 @@ def _secure_boot(ctx, opts):
             "or signed precompiled driver images (driver.usePrecompiled=true), or disable Secure Boot.",
         )
     version, _flavor = host_driver(ctx)
+    if not operator_managed(opts) and not version and driver_unknown(ctx):
+        return unknown(ctx, "whether the host's NVIDIA driver is loaded", DRIVER_SOURCE)
     if not operator_managed(opts) and not version:
         return bad(
             "Secure Boot is on and no NVIDIA driver is loaded on the host",
@@ -95,6 +125,8 @@ def _secure_boot(ctx, opts):
 @check("os.supported", "host", "fail", "The OS is in the target release's support matrix")
 def _os_supported(ctx, opts):
     os_ = fact(ctx, "gpu_host", "os", default={})
+    if unknown_in(os_, "id"):
+        return unknown(ctx, "the OS", "/etc/os-release", "/usr/lib/os-release")
     if not os_.get("id"):
         return bad("the OS could not be read (/etc/os-release)", "Check /etc/os-release on the host.")
     if compat.os_supported(opts["operator_version"], os_.get("id"), os_.get("version_id")):
@@ -115,12 +147,19 @@ def _containerd_paths(ctx, opts):
     distro = fact(ctx, "gpu_host", "kubernetes", "distribution")
     if rt.get("name") != "containerd":
         return na("container runtime is %s" % (rt.get("name") or "not detected"))
+    if unknown_in(rt, "socket_present"):
+        return unknown(
+            ctx,
+            "which containerd %s uses and whether its socket exists" % (distro or "the host"),
+            "/etc/rancher",
+            str(rt.get("socket")),
+        )
     if not rt.get("socket_present"):
         return bad(
             "containerd socket %s is missing (config %s)" % (rt.get("socket"), rt.get("config_path")),
             "Start containerd, or point CONTAINERD_SOCKET in gpu_baseline_toolkit_env at the socket in use.",
         )
-    if distro in (None, "kubeadm"):
+    if distro in (None, "kubeadm") or (rt.get("config_path"), rt.get("socket")) == _STOCK_CONTAINERD:
         return ok("stock containerd paths %s, %s" % (rt.get("config_path"), rt.get("socket")))
     want = {
         "CONTAINERD_CONFIG": rt.get("template_path") or rt.get("config_path"),
@@ -139,7 +178,10 @@ def _containerd_paths(ctx, opts):
 @check("fabric_manager.nvswitch", "host", "fail", "NVSwitch systems run Fabric Manager")
 def _fabric_manager(ctx, opts):
     fm = fact(ctx, "gpu_host", "fabric_manager", default={})
-    switches = fact(ctx, "gpu_host", "pci", "nvswitch_count", default=0)
+    pci = fact(ctx, "gpu_host", "pci", default={})
+    switches = pci.get("nvswitch_count", 0)
+    if switches is None or not switches and pci.get("unresolved_count"):
+        return unknown(ctx, "how many NVSwitches the PCI bus has", "/sys")
     if not switches:
         return na("no NVSwitch on the PCI bus")
     stuck = sorted(
@@ -156,6 +198,8 @@ def _fabric_manager(ctx, opts):
         return ok("%d NVSwitch(es); the operator's driver container starts Fabric Manager" % switches)
     if fm.get("installed") and fm.get("enabled"):
         return ok("%d NVSwitch(es); nvidia-fabricmanager is installed and enabled" % switches)
+    if unknown_in(fm, "installed", "enabled"):
+        return unknown(ctx, "whether nvidia-fabricmanager is installed and enabled", *_UNITS)
     return bad(
         "%d NVSwitch(es) but nvidia-fabricmanager is %s"
         % (switches, "not enabled" if fm.get("installed") else "not installed"),
@@ -167,6 +211,8 @@ def _fabric_manager(ctx, opts):
 @check("unattended_upgrades.kernel", "host", "warn", "Automatic updates do not replace the kernel")
 def _unattended(ctx, opts):
     uu = fact(ctx, "gpu_host", "unattended_upgrades", default={})
+    if unknown_in(uu, "enabled") or uu.get("enabled") and uu.get("tool") and unknown_in(uu, "kernel_blacklisted"):
+        return unknown(ctx, "whether automatic updates may replace the kernel", *_UPDATES)
     if not uu.get("enabled"):
         return ok("automatic updates are %s" % ("off" if uu.get("tool") else "not configured"))
     if uu.get("kernel_blacklisted"):
@@ -180,8 +226,11 @@ def _unattended(ctx, opts):
 
 @check("devices.char_links", "host", "warn", "/dev/char links exist for every /dev/nvidia* node")
 def _char_links(ctx, opts):
-    missing = fact(ctx, "gpu_host", "devices", "char_links_missing", default=[]) or []
-    if not fact(ctx, "gpu_host", "devices", "nodes", default=[]):
+    devices = fact(ctx, "gpu_host", "devices", default={})
+    if unknown_in(devices, "nodes") or devices.get("nodes") and unknown_in(devices, "char_links_missing"):
+        return unknown(ctx, "the /dev/nvidia* nodes and their /dev/char links", "/dev")
+    missing = devices.get("char_links_missing") or []
+    if not devices.get("nodes"):
         return na("no /dev/nvidia* device nodes yet")
     if not missing:
         return ok("every /dev/nvidia* node has a /dev/char link")

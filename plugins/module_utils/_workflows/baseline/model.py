@@ -10,8 +10,10 @@
 
 Every check has an ``id``, a ``scope`` (``host`` or ``cluster``), a default ``severity`` (``fail``, ``warn`` or
 ``info``), a ``title`` and a function that returns an :class:`Outcome`: ``pass``, ``fail`` (a finding, with
-evidence and a concrete fix) or ``not_applicable`` (with the reason). Host checks are called with one host's
-facts and the options; cluster checks with ``gpu_preflight_info``'s result, every host and the options.
+evidence and a concrete fix), ``not_applicable`` (with the reason) or :func:`unknown` (a finding of severity
+``warn`` at most: a host fact it needs could not be read, so it is neither a pass nor a fail). Host checks are
+called with one host's facts and the options; cluster checks with ``gpu_preflight_info``'s result, every host and
+the options.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -31,10 +33,11 @@ class BaselineError(GpuOpsError, ValueError):
 class Outcome(object):
     """A check's answer; ``subjects`` are the inventory hosts or node names a cluster finding is about."""
 
-    __slots__ = ("status", "evidence", "fix", "subjects")
+    __slots__ = ("status", "evidence", "fix", "subjects", "at_most")
 
-    def __init__(self, status, evidence, fix=None, subjects=None):
+    def __init__(self, status, evidence, fix=None, subjects=None, at_most=None):
         self.status, self.evidence, self.fix, self.subjects = status, evidence, fix, list(subjects or [])
+        self.at_most = at_most  # the highest severity this outcome may have, whatever the check's
 
 
 def ok(evidence):
@@ -50,6 +53,28 @@ def bad(evidence, fix, subjects=None):
 def na(reason):
     """A check that does not apply, with the reason."""
     return Outcome(NA, reason)
+
+
+def unknown(ctx, what, *sources):
+    """A ``warn`` finding (at most) for a host whose fact ``what`` is unknown, naming the gpu_host problems of
+    ``sources`` (a problem counts when its source is one of them, below one, or a directory above one)."""
+    problems = ((ctx.get("gpu_host") or {}).get("problems")) or []
+    named = [
+        "%s (%s)" % (p.get("source"), p.get("reason"))
+        for p in problems
+        if any(_related(str(p.get("source")), s) for s in sources)
+    ]
+    return Outcome(
+        FAIL,
+        "unknown: %s; could not read %s" % (what, ", ".join(named) or ", ".join(sources)),
+        "Make %s readable under host_root (see gpu_host.problems) and gather the host facts again."
+        % ", ".join(sources),
+        at_most="warn",
+    )
+
+
+def _related(source, path):
+    return source == path or source.startswith(path.rstrip("/") + "/") or path.startswith(source.rstrip("/") + "/")
 
 
 class Check(object):

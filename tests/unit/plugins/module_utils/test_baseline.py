@@ -3,10 +3,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """Specification of the baseline checks (plugins/module_utils/_workflows/baseline/).
 
-Every check has a case built to trip it and a case built to pass it. Host cases are the fake host trees in
-tests/sim/hosts/ read by the real gpu_host_facts reader, some copied to a temporary directory and edited to
-trip one check; NVML facts are written the way nvidia_gpu_facts reports them. Cluster cases are
-gpu_preflight_info results. test_every_check_has_both_cases keeps the tables complete.
+Every check has a case built to trip it and a case built to pass it, and every host check that reads a host fact a
+case where that fact is unknown (a warn naming the source, never a pass or a fail). Host cases are the fake host
+trees in tests/sim/hosts/ read by the real gpu_host_facts reader, some copied to a temporary directory and edited
+to trip one check; NVML facts are written the way nvidia_gpu_facts reports them. Cluster cases are
+gpu_preflight_info results. test_every_check_has_both_cases and
+test_every_host_check_that_reads_a_host_fact_has_an_unknown_case keep the tables complete.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.bas
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.evaluate import (
     evaluate_cluster,
     evaluate_host,
+    summarise,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.model import (
     SEVERITIES,
@@ -91,6 +94,7 @@ PRE = {"driver_policy": "preinstalled"}
 NVRM = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  %s  Tue Sep 24 23:00:00 UTC 2024\n"
 OS_2004 = 'ID=ubuntu\nVERSION_ID="20.04"\nPRETTY_NAME="Ubuntu 20.04.6 LTS"\n'
 FM_WANTS = "etc/systemd/system/multi-user.target.wants/nvidia-fabricmanager.service"
+SECURE_BOOT = "sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 NFD_GPU_LABEL = "feature.node.kubernetes.io/pci-10de.present"
 K3S_ENV = {
     "CONTAINERD_CONFIG": "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl",
@@ -179,6 +183,83 @@ HOST_CASES = {
         lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd")), OM),
     ),
 }
+
+
+#: NUL bytes where text should be: gpu_host_facts reports the file malformed and the facts it feeds unknown.
+GARBLED = b"\x00\x00"
+DRIVER_GARBLED = {"proc/driver/nvidia/version": GARBLED}
+
+# check id -> (a case whose host fact could not be read, the source the warn must name); the host checks that read
+# no gpu_host fact (NVML's and the problems list's) have none.
+UNKNOWN_CASES = {
+    "kernel.headers": (
+        lambda t: (host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", {"proc/sys/kernel/osrelease": GARBLED})), OM),
+        "/proc/sys/kernel/osrelease (malformed)",
+    ),
+    "nouveau.loaded": (
+        lambda t: (host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", remove=["sys"])), OM),
+        "/sys (missing)",
+    ),
+    "nouveau.blacklisted": (
+        lambda t: (host_ctx(tree(t, "microk8s", {"etc/modprobe.d/local.conf": GARBLED})), OM),
+        "/etc/modprobe.d/local.conf (malformed)",
+    ),
+    "secure_boot.driver": (
+        lambda t: (host_ctx(tree(t, "rhel9-secureboot", {SECURE_BOOT: b"\x06\x00\x00\x00\x01\x00"})), OM),
+        "/%s (malformed)" % SECURE_BOOT,
+    ),
+    "driver.preinstalled_conflict": (
+        lambda t: (host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", DRIVER_GARBLED)), OM),
+        "/proc/driver/nvidia/version (malformed)",
+    ),
+    "driver.preinstalled_present": (
+        lambda t: (host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", DRIVER_GARBLED)), PRE),
+        "/proc/driver/nvidia/version (malformed)",
+    ),
+    "driver.host_supported": (
+        lambda t: (host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", DRIVER_GARBLED)), PRE),
+        "/proc/driver/nvidia/version (malformed)",
+    ),
+    "os.supported": (
+        lambda t: (host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", {"etc/os-release": GARBLED})), OM),
+        "/etc/os-release (malformed)",
+    ),
+    "runtime.containerd_paths": (
+        lambda t: (host_ctx(tree(t, "rke2", {"etc/rancher/rke2/config.yaml": GARBLED})), OM),
+        "/etc/rancher/rke2/config.yaml (malformed)",
+    ),
+    "kernel_module.required": (
+        lambda t: (
+            host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", DRIVER_GARBLED), nvml(arch="blackwell")),
+            PRE,
+        ),
+        "/proc/driver/nvidia/version (malformed)",
+    ),
+    "kernel_module.recommended": (
+        lambda t: (host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", DRIVER_GARBLED), nvml(arch="hopper")), PRE),
+        "/proc/driver/nvidia/version (malformed)",
+    ),
+    "fabric_manager.nvswitch": (
+        lambda t: (host_ctx(tree(t, "k3s", remove=["sys"]), nvml(count=8)), PRE),
+        "/sys (missing)",
+    ),
+    "unattended_upgrades.kernel": (
+        lambda t: (
+            host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", {"etc/apt/apt.conf.d/20auto-upgrades": GARBLED})),
+            OM,
+        ),
+        "/etc/apt/apt.conf.d/20auto-upgrades (malformed)",
+    ),
+    "devices.char_links": (
+        lambda t: (host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", remove=["dev"])), OM),
+        "/dev (missing)",
+    ),
+    "cuda.driver_minimum": (
+        lambda t: (host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", DRIVER_GARBLED)), dict(PRE, cuda_version="12.4")),
+        "/proc/driver/nvidia/version (malformed)",
+    ),
+}
+READ_NO_HOST_FACT = {"driver.library_mismatch", "nvml.available", "gpu.health", "host_facts.problems"}
 
 
 def node(name, gpu=True, labels=None, taints=(), unschedulable=False, upgrade_state=None, runtime="containerd://2.1.4"):
@@ -371,6 +452,29 @@ def test_host_check_passes_on_the_host_built_to_pass_it(check_id, tmp_path):
     r = by_id(evaluate_host(ctx, options(raw))["results"], check_id)
     assert r["status"] == "pass", r
     assert r["fix"] is None
+
+
+def test_every_host_check_that_reads_a_host_fact_has_an_unknown_case():
+    host_ids = {c.id for c in REGISTRY.values() if c.scope == "host"}
+    assert set(UNKNOWN_CASES) == host_ids - READ_NO_HOST_FACT
+
+
+@pytest.mark.parametrize("check_id", sorted(UNKNOWN_CASES))
+def test_an_unknown_host_fact_is_a_warn_naming_what_could_not_be_read(check_id, tmp_path):
+    make, source = UNKNOWN_CASES[check_id]
+    ctx, raw = make(tmp_path)
+    r = by_id(evaluate_host(ctx, options(raw))["results"], check_id)
+    assert (r["status"], r["severity"]) == ("fail", "warn"), r
+    assert r["evidence"].startswith("unknown: ") and source in r["evidence"], r["evidence"]
+    assert "gather the host facts again" in r["fix"]
+
+
+def test_an_unknown_fact_is_at_most_a_warn_and_a_lower_severity_stays():
+    gh = dict(facts("ubuntu2204-kubeadm-containerd"), nouveau={"loaded": None, "blacklisted_modprobe": True})
+    r = by_id(evaluate_host(host_ctx(gh), options(OM))["results"], "nouveau.loaded")
+    assert (r["status"], r["severity"]) == ("fail", "warn") and summarise([r])["verdict"] == "warn"
+    info = evaluate_host(host_ctx(gh), options(dict(OM, severity={"nouveau.loaded": "info"})))
+    assert by_id(info["results"], "nouveau.loaded")["severity"] == "info"
 
 
 @pytest.mark.parametrize("check_id", sorted(CLUSTER_CASES))
