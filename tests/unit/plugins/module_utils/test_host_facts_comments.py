@@ -31,9 +31,9 @@ def problems(facts):
     return [(p["source"], p["reason"]) for p in facts["problems"]]
 
 
-APT_STOCK = """// Automatically upgrade packages from these (origin:archive) pairs
+APT_COMMENTED = """// packages kept back from unattended upgrades
 Unattended-Upgrade::Package-Blacklist {
-    // The following matches all packages starting with linux-
+    // the kernel was to be held here, but only in a comment
 //  "linux-";
     /* "linux-image-";
        "linux-headers-"; */
@@ -44,7 +44,7 @@ Unattended-Upgrade::Package-Blacklist {
 
 
 def test_apt_comments_of_every_kind_are_dropped():
-    conf, bad = system.parse_apt_conf(APT_STOCK + '//APT::Periodic::Unattended-Upgrade "1";\n')
+    conf, bad = system.parse_apt_conf(APT_COMMENTED + '//APT::Periodic::Unattended-Upgrade "1";\n')
     assert conf == {"unattended-upgrade::package-blacklist": ["libc6$"]} and not bad
 
 
@@ -52,7 +52,7 @@ def test_apt_commented_kernel_blacklist_and_schedule_are_not_configuration(tmp_p
     f = host(
         tmp_path,
         {
-            "etc/apt/apt.conf.d/50unattended-upgrades": APT_STOCK,
+            "etc/apt/apt.conf.d/50unattended-upgrades": APT_COMMENTED,
             "etc/apt/apt.conf.d/20auto-upgrades": '// APT::Periodic::Unattended-Upgrade "1";\n'
             'APT::Periodic::Unattended-Upgrade "0";\n',
         },
