@@ -10,17 +10,26 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 module: gpu_cluster_info
-short_description: The Kubernetes view of every GPU node, GPU Operator operand and driver CR
+short_description: The Kubernetes view of every GPU node, GPU Operator operand and driver CR, and the DRA devices
 description:
   - Reads GPU node labels, C(nvidia.com/gpu) and C(nvidia.com/mig-*) capacity and allocatable, taints, conditions,
     cordon, the driver upgrade state, and the GPU Operator operand pods on each node, plus the ClusterPolicy,
     the NVIDIADriver resources and the Kubernetes version.
+  - Dynamic Resource Allocation (DRA, C(resource.k8s.io/v1)) - per node, how GPUs reach pods (RV(nodes) C(mode) -
+    the C(nvidia.com/gpu) extended resource, DRA claims, both or none) and the devices the O(dra_driver) publishes
+    in its ResourceSlices, with their attributes, device taints, the pool generation and whether the pool is
+    complete, which devices are allocated or free and the claims holding them; plus the DeviceClasses (RV(dra)).
   - Uses a fixed, small number of paginated LIST requests whatever the cluster size (nodes, pods of the operator
-    namespace, ClusterPolicies, NVIDIADrivers, C(/version)); never one request per node. A LIST of up to
-    O(page_size) objects is one request, so 1,000 GPU nodes with 7 operands each take 8 requests with the default
-    O(page_size=2000) (1 for the nodes, 4 for 7,000 pods, 3 more).
-  - Read-only. Needs RBAC C(list) on nodes, on pods in O(operator_namespace), and on
-    C(clusterpolicies.nvidia.com) and C(nvidiadrivers.nvidia.com).
+    namespace, ClusterPolicies, NVIDIADrivers, the driver's ResourceSlices, DeviceClasses and ResourceClaims,
+    C(/version)); never one request per node. A LIST of up to O(page_size) objects is one request, so with the
+    default O(page_size=2000) 1,000 GPU nodes with 7 operands each take 9 requests (1 for the nodes, 4 for 7,000
+    pods, 4 more) and 1,000 DRA nodes with 3 operands and up to 2,000 claims take 9 as well (1 for the nodes, 2
+    for 3,000 pods, 6 more).
+  - DeviceClasses and ResourceClaims are listed only when some node publishes a ResourceSlice of O(dra_driver);
+    a cluster that does not serve C(resource.k8s.io/v1) (HTTP 404; Kubernetes before 1.34) has no DRA devices.
+  - Read-only. Needs RBAC C(list) on nodes, on pods in O(operator_namespace), on
+    C(clusterpolicies.nvidia.com) and C(nvidiadrivers.nvidia.com), and on C(resourceslices), C(deviceclasses) and
+    C(resourceclaims) of C(resource.k8s.io).
   - Transient API failures (HTTP 429, 5xx, connection errors) are retried with exponential backoff and jitter,
     honouring C(Retry-After).
 author:
@@ -58,6 +67,13 @@ options:
       - Pagination stays consistent at any size; an expired continue token restarts the LIST once.
     type: int
     default: 2000
+  dra_driver:
+    description:
+      - The DRA driver whose ResourceSlices are read (their C(spec.driver), filtered by the API server). The
+        default is NVIDIA's GPU driver (kubernetes-sigs/dra-driver-nvidia-gpu), which the GPU Operator deploys
+        in GPUCluster mode.
+    type: str
+    default: gpu.nvidia.com
 notes:
   - RV(nodes) is a dictionary keyed by node name so that a play can look a node up with
     C(result.nodes[inventory_hostname]); iterate with C(result.nodes | dict2items) (C(item.key) is the node's name,
@@ -92,6 +108,15 @@ EXAMPLES = r"""
     operator_namespace: nvidia-gpu-operator
   register: canary
 
+- name: Every node meant to run the DRA driver publishes devices the scheduler can use, none of them tainted
+  ansible.builtin.assert:
+    that: item.value.dra.problems == []
+    fail_msg: "{{ item.key }}: {{ item.value.dra.problems }}"
+    quiet: true
+  loop: "{{ gpu_info.nodes | dict2items | selectattr('value.dra.expected') }}"
+  loop_control:
+    label: "{{ item.key }}"
+
 - name: Nodes whose driver upgrade failed
   ansible.builtin.debug:
     msg: "{{ gpu_info.nodes | dict2items | selectattr('value.upgrade_state', 'equalto', 'upgrade-failed')
@@ -110,15 +135,33 @@ nodes:
       C(upgrade_state) (label C(nvidia.com/gpu-driver-upgrade-state), null when absent); C(upgrade_skip);
       C(deploy) (the C(nvidia.com/gpu.deploy.<component>) labels by component); C(labels) (all C(nvidia.com/*) and
       NVIDIA PCI labels); C(kubelet_version), C(kernel_version), C(os_image), C(container_runtime_version);
-      C(operands), C(operands_missing) and C(operands_ready).
+      C(operands), C(operands_missing) and C(operands_ready); C(mode) and C(dra).
+    - C(mode) is how GPUs reach pods on the node - V(extended-resource) (it advertises C(nvidia.com/gpu) or
+      C(nvidia.com/mig-*) capacity, the device plugin's way), V(dra) (it publishes DRA devices), V(both), or V(none).
     - C(operands) maps a component (C(driver), C(container-toolkit), C(device-plugin), C(gpu-feature-discovery),
       C(dcgm-exporter), C(operator-validator), C(mig-manager), ...) to its pod on the node - C(name), C(phase),
       C(ready), C(restarts) (all containers, init included), C(waiting_reason), C(last_termination_reason),
       C(last_termination_container), C(last_termination_message) (first 500 characters), C(terminating),
       C(start_time), C(other_pods) (more pods of the same component on the node, during a rollout).
-    - C(operands_missing) lists the required operands (C(driver), C(container-toolkit), C(device-plugin)) whose
-      C(nvidia.com/gpu.deploy.<component>) label is C(true) and which the ClusterPolicy enables (C(driver.enabled),
-      C(toolkit.enabled), C(devicePlugin.enabled); all by default) but which have no pod on the node.
+    - C(operands_missing) lists the required operands (C(driver), C(container-toolkit), C(device-plugin),
+      C(dra-driver)) whose C(nvidia.com/gpu.deploy.<component>) label is C(true) and which the ClusterPolicy enables
+      (C(driver.enabled), C(toolkit.enabled), C(devicePlugin.enabled); all by default) but which have no pod on the
+      node. The DRA kubelet plugin (pods C(app=nvidia-dra-driver-kubelet-plugin)) is the component C(dra-driver).
+    - C(dra) - C(driver); C(expected) (the node is labelled C(nvidia.com/gpu.deploy.dra-driver=true) or runs a
+      kubelet-plugin pod); C(plugin_pod) and C(plugin_ready); C(pools) (per pool - C(name), C(generation),
+      C(resource_slice_count), C(slices) of the current generation, C(stale_slices) of older ones, C(complete));
+      C(slices); C(devices) (those the scheduler can allocate - the current generation of complete pools - each
+      with C(name), C(type) (V(gpu) or V(mig)), C(uuid), C(product), C(profile), C(parent_uuid),
+      C(driver_version) (semver as published - V(570.124.6) for NVML's V(570.124.06); compare as versions),
+      C(attributes) and C(capacity) (all, by published name), C(taints) (C(key), C(value), C(effect),
+      C(time_added)), C(allocated) (held by a claim without admin access), C(claims) (C(namespace/name)),
+      C(admin_claims), C(pods) (that reserved it) and C(free) (not allocated and no C(NoSchedule)/C(NoExecute)
+      taint)); C(device_types) and C(products) (device counts by value); C(driver_version) (when all devices agree);
+      C(devices_total), C(devices_allocated), C(devices_tainted), C(devices_free); C(problems) (sentences - the
+      kubelet plugin not ready, no ResourceSlice on a node meant to have one, an incomplete pool, slices of an older
+      generation, a tainted device, fewer devices than the node's peers with the same product).
+    - Uuids repeat across nodes of a pool built from the same fixtures in the test bed; on real hardware they are
+      unique. A device is identified by node and name.
     - C(operands_ready) is true when the operator has labelled the node (C(nvidia.com/gpu.present=true)), no required
       operand is missing and every operand pod on the node is Ready (or Succeeded, for validation pods). A node the
       operator has not reached yet is not ready, though no operand pod runs there.
@@ -146,6 +189,34 @@ nodes:
                         terminating: false, start_time: "2026-01-01T00:00:00Z", other_pods: []}
       operands_missing: []
       operands_ready: true
+      mode: extended-resource
+      dra: {driver: gpu.nvidia.com, expected: false, plugin_pod: null, plugin_ready: false, pools: [], slices: [],
+            devices: [], device_types: {}, products: {}, driver_version: null, devices_total: 0,
+            devices_allocated: 0, devices_tainted: 0, devices_free: 0, problems: []}
+    gpu-b200-0:
+      name: gpu-b200-0
+      mode: dra
+      dra:
+        driver: gpu.nvidia.com
+        expected: true
+        plugin_pod: nvidia-dra-driver-kubelet-plugin-4bq8c
+        plugin_ready: true
+        pools: [{name: gpu-b200-0, generation: 3, resource_slice_count: 1, slices: [gpu-b200-0-gpu.nvidia.com-x9z],
+                 stale_slices: [], complete: true}]
+        slices: [gpu-b200-0-gpu.nvidia.com-x9z]
+        devices:
+          - {name: gpu-0, type: gpu, uuid: GPU-5e1c..., product: NVIDIA B200, profile: null, parent_uuid: null,
+             driver_version: 580.105.8, attributes: {type: gpu, productName: NVIDIA B200, driverVersion: 580.105.8},
+             capacity: {memory: "191514247168"}, taints: [], allocated: true, claims: [ml/train-0-gpu-x7k2p],
+             admin_claims: [], pods: [ml/train-0], free: false}
+        device_types: {gpu: 8}
+        products: {NVIDIA B200: 8}
+        driver_version: 580.105.8
+        devices_total: 8
+        devices_allocated: 1
+        devices_tainted: 0
+        devices_free: 7
+        problems: []
 cluster_policy:
   description:
     - The ClusterPolicy the operator acts on (the first one by name that is not C(ignored)); null when there is none
@@ -179,12 +250,28 @@ kubernetes_version:
   returned: always
   type: dict
   sample: {git_version: v1.33.1, major: "1", minor: "33", platform: linux/amd64}
+dra:
+  description:
+    - The cluster's DRA state for O(dra_driver) - C(served) (the API server answered C(resource.k8s.io/v1)),
+      C(driver), C(device_classes) (by name - C(name), C(selectors) (CEL expressions), C(extended_resource_name);
+      null when not listed, that is when no node publishes a ResourceSlice of the driver),
+      C(device_classes_missing) (C(gpu.nvidia.com) or C(mig.nvidia.com) when devices of that type are published
+      but the class does not exist), C(claims_listed), C(allocated_claims) (C(namespace/name) of the claims holding
+      devices of the driver) and C(problems) (sentences).
+  returned: always
+  type: dict
+  sample: {served: true, driver: gpu.nvidia.com, device_classes_missing: [], claims_listed: true,
+           device_classes: {gpu.nvidia.com: {name: gpu.nvidia.com, extended_resource_name: null,
+                            selectors: ["device.driver == 'gpu.nvidia.com' &&
+                                         device.attributes['gpu.nvidia.com'].type == 'gpu'"]}},
+           allocated_claims: [ml/train-0-gpu-x7k2p], problems: []}
 totals:
   description:
     - Fleet totals over RV(nodes) - C(nodes), C(nodes_ready), C(nodes_unschedulable), C(nodes_operands_ready),
       C(gpu_capacity), C(gpu_allocatable), C(mig_capacity) and C(mig_allocatable) (by resource name),
       C(products), C(driver_versions) and C(upgrade_states) (node counts by value), C(operand_pods),
-      C(operand_pods_not_ready), C(operand_pods_unscheduled).
+      C(operand_pods_not_ready), C(operand_pods_unscheduled), C(modes) (node counts by C(mode)), C(dra_devices),
+      C(dra_devices_allocated), C(dra_devices_free), C(dra_devices_tainted).
   returned: always
   type: dict
   sample: {nodes: 3, nodes_ready: 3, gpu_capacity: 17, gpu_allocatable: 17, upgrade_states: {upgrade-done: 3}}
@@ -197,6 +284,8 @@ api_requests:
 
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import cluster_view
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_lists import read_index
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import DRIVER
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import KUBERNETES, module_client
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC, check_minimums
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
@@ -209,19 +298,21 @@ def argspec():
             "label_selector": {"type": "str"},
             "operator_namespace": {"type": "str", "default": "gpu-operator"},
             "page_size": {"type": "int", "default": 2000},
+            "dra_driver": {"type": "str", "default": DRIVER},
         }
     )
     return spec
 
 
-def gather(client, label_selector=None, operator_namespace="gpu-operator", page_size=2000):
+def gather(client, label_selector=None, operator_namespace="gpu-operator", page_size=2000, dra_driver=DRIVER):
     """All LISTs the view needs, then the view itself. ``client`` is a ``_clients.k8s.K8sClient``."""
     version = client.version()
     nodes = client.list_core("nodes", label_selector=label_selector, page_size=page_size)
     pods = client.list_core("pods", namespace=operator_namespace, page_size=page_size)
     policies = client.list_custom("nvidia.com", "v1", "clusterpolicies", page_size=page_size)
     drivers = client.list_custom("nvidia.com", "v1alpha1", "nvidiadrivers", page_size=page_size)
-    result = cluster_view(nodes, pods, policies, drivers, gpu_nodes_only=not label_selector)
+    dra = read_index(client, dra_driver, page_size=page_size)
+    result = cluster_view(nodes, pods, policies, drivers, gpu_nodes_only=not label_selector, dra=dra)
     result["kubernetes_version"] = version
     result["api_requests"] = client.requests
     return result
@@ -235,6 +326,7 @@ def execute_module(module):
         label_selector=module.params["label_selector"],
         operator_namespace=module.params["operator_namespace"],
         page_size=module.params["page_size"],
+        dra_driver=module.params["dra_driver"],
     )
     result["changed"] = False
     return result

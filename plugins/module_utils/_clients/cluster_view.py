@@ -9,14 +9,25 @@
 """The cluster's GPU view, built from raw Kubernetes JSON (dicts as the API returns them).
 
 Pure functions: no I/O, so they are tested with plain dicts. Input is what a handful of LISTs return
-(nodes, pods of the operator namespace, ClusterPolicies, NVIDIADrivers); the cost is linear in the
-number of objects.
+(nodes, pods of the operator namespace, ClusterPolicies, NVIDIADrivers, and the DRA objects through a
+``dra_view.DraIndex``); the cost is linear in the number of objects.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import (
+    PLUGIN_COMPONENT,
+    DraIndex,
+    cluster_dra,
+    peer_shortfalls,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operand_pods import (
+    conditions_by_type,
+    operand_ok,
+    operands_by_node,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
     is_true,
     labels_of,
@@ -40,28 +51,8 @@ GPU_NODE_LABELS = (
     "feature.node.kubernetes.io/pci-0300_10de.present",
 )
 
-#: Operand DaemonSet / app label -> component name (the suffix of ``nvidia.com/gpu.deploy.<component>``).
-COMPONENTS = {
-    "nvidia-driver-daemonset": "driver",
-    "nvidia-container-toolkit-daemonset": "container-toolkit",
-    "nvidia-device-plugin-daemonset": "device-plugin",
-    "nvidia-device-plugin-mps-control-daemon": "device-plugin-mps",
-    "gpu-feature-discovery": "gpu-feature-discovery",
-    "nvidia-dcgm": "dcgm",
-    "nvidia-dcgm-exporter": "dcgm-exporter",
-    "nvidia-operator-validator": "operator-validator",
-    "nvidia-mig-manager": "mig-manager",
-    "nvidia-node-status-exporter": "node-status-exporter",
-    "nvidia-sandbox-device-plugin-daemonset": "sandbox-device-plugin",
-    "nvidia-sandbox-validator": "sandbox-validator",
-    "nvidia-vfio-manager": "vfio-manager",
-    "nvidia-vgpu-manager-daemonset": "vgpu-manager",
-    "nvidia-vgpu-device-manager": "vgpu-device-manager",
-    "nvidia-kata-manager": "kata-manager",
-    "nvidia-cc-manager": "cc-manager",
-    "nvidia-cuda-validator": "cuda-validator",
-    "nvidia-device-plugin-validator": "device-plugin-validator",
-}
+#: How GPUs reach pods on a node: the extended resource of the device plugin, DRA claims, both, or neither.
+MODES = ("extended-resource", "dra", "both", "none")
 
 
 def _quantity(value):
@@ -86,20 +77,6 @@ def is_gpu_node(node):
         return True
     capacity = (node.get("status") or {}).get("capacity") or {}
     return bool(_quantity(capacity.get(GPU_RESOURCE)) or any(k.startswith(MIG_RESOURCE_PREFIX) for k in capacity))
-
-
-def pod_component(pod):
-    """The operand component a pod belongs to, or None for pods that are not operands (e.g. the operator)."""
-    labels = labels_of(pod)
-    if labels.get("app.kubernetes.io/component") == "nvidia-driver":
-        return "driver"  # NVIDIADriver-managed driver DaemonSets have per-pool names
-    for key in ("app", "app.kubernetes.io/name"):
-        if labels.get(key) in COMPONENTS:
-            return COMPONENTS[labels[key]]
-    for ref in meta_of(pod).get("ownerReferences") or []:
-        if ref.get("kind") == "DaemonSet":
-            return COMPONENTS.get(ref.get("name"), ref.get("name"))
-    return None
 
 
 def _gpu_resources(resources):
@@ -155,19 +132,6 @@ def gpu_labels(labels):
     }
 
 
-def _conditions(conditions):
-    return {
-        c.get("type"): {
-            "status": c.get("status"),
-            "reason": c.get("reason"),
-            "message": c.get("message"),
-            "last_transition_time": c.get("lastTransitionTime"),
-        }
-        for c in conditions or []
-        if c.get("type")
-    }
-
-
 def _condition_list(conditions):
     return [
         {
@@ -181,90 +145,16 @@ def _condition_list(conditions):
     ]
 
 
-def pod_summary(pod):
-    """Phase, readiness, restarts and the latest termination/waiting reasons of one pod."""
-    meta = meta_of(pod)
-    status = pod.get("status") or {}
-    statuses = (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
-    restarts = 0
-    waiting_reason = None
-    last_termination = None  # (finishedAt, reason, container, message)
-    for cs in statuses:
-        restarts += cs.get("restartCount") or 0
-        state = cs.get("state") or {}
-        # The most telling reason wins: CrashLoopBackOff/ImagePullBackOff over PodInitializing.
-        if state.get("waiting") and waiting_reason in (None, "PodInitializing", "ContainerCreating"):
-            waiting_reason = state["waiting"].get("reason") or waiting_reason
-        for term in ((cs.get("lastState") or {}).get("terminated"), state.get("terminated")):
-            if term and term.get("reason") and term.get("reason") != "Completed":
-                key = term.get("finishedAt") or ""
-                if last_termination is None or key >= last_termination[0]:
-                    last_termination = (key, term.get("reason"), cs.get("name"), term.get("message"))
-    ready = _conditions(status.get("conditions")).get("Ready", {}).get("status") == "True"
-    return {
-        "name": meta.get("name"),
-        "phase": status.get("phase"),
-        "ready": ready,
-        "restarts": restarts,
-        "waiting_reason": waiting_reason,
-        "last_termination_reason": last_termination[1] if last_termination else None,
-        "last_termination_container": last_termination[2] if last_termination else None,
-        "last_termination_message": (last_termination[3] or "")[:500] or None if last_termination else None,
-        "terminating": bool(meta.get("deletionTimestamp")),
-        "start_time": status.get("startTime"),
-    }
-
-
-def _better(candidate, current):
-    """Pick the pod that describes a component on a node: not terminating first, then the newest."""
-    return (not candidate["terminating"], candidate["start_time"] or "") > (
-        not current["terminating"],
-        current["start_time"] or "",
-    )
-
-
-def operands_by_node(pods):
-    """``{node_name: {component: summary}}`` for operand pods bound to a node; plus unbound operand pods.
-
-    When a component has several pods on a node (a rollout in progress), the chosen one is the
-    non-terminating newest and the others are named in its ``other_pods``.
-    """
-    by_node = {}
-    unscheduled = []
-    for pod in pods:
-        component = pod_component(pod)
-        if component is None:
-            continue
-        summary = pod_summary(pod)
-        summary["component"] = component
-        node_name = (pod.get("spec") or {}).get("nodeName")
-        if not node_name:
-            unscheduled.append(summary)
-            continue
-        components = by_node.setdefault(node_name, {})
-        current = components.get(component)
-        summary["other_pods"] = []
-        if current is None:
-            components[component] = summary
-        elif _better(summary, current):
-            summary["other_pods"] = current["other_pods"] + [current["name"]]
-            current["other_pods"] = []
-            components[component] = summary
-        else:
-            current["other_pods"].append(summary["name"])
-    return by_node, unscheduled
-
-
 #: Operands every GPU node runs when its ``nvidia.com/gpu.deploy.<component>`` label is ``true`` and the ClusterPolicy
 #: enables them (the chart's default): without them no GPU reaches a pod (the driver, the runtime hook, the
 #: advertised resource). Each with its ClusterPolicy spec key.
-REQUIRED_OPERANDS = (("driver", "driver"), ("container-toolkit", "toolkit"), ("device-plugin", "devicePlugin"))
+REQUIRED_OPERANDS = (
+    ("driver", "driver"),
+    ("container-toolkit", "toolkit"),
+    ("device-plugin", "devicePlugin"),
+    (PLUGIN_COMPONENT, "draDriver"),
+)
 ALL_REQUIRED = tuple(c for c, _key in REQUIRED_OPERANDS)
-
-
-def operand_ok(summary):
-    """An operand pod summary that is healthy: ready, or Succeeded (validation workload pods run to completion)."""
-    return summary["ready"] or summary["phase"] == "Succeeded"
 
 
 def required_operands(policy=None):
@@ -278,21 +168,35 @@ def missing_operands(deploy, operands, required=ALL_REQUIRED):
     return [c for c in required if deploy.get(c) == "true" and c not in operands]
 
 
-def node_view(node, operands=None, required=ALL_REQUIRED):
+def node_mode(capacity, dra_devices):
+    """One of :data:`MODES`: ``capacity`` (GPU resources, as in :func:`node_view`) and the DRA device count."""
+    extended = any(isinstance(v, int) and v > 0 for v in capacity.values())
+    if extended:
+        return "both" if dra_devices else "extended-resource"
+    return "dra" if dra_devices else "none"
+
+
+def node_view(node, operands=None, required=ALL_REQUIRED, dra=None):
     """The per-node GPU view of one node dict (and its operand summaries from :func:`operands_by_node`);
-    ``required``: the required operands the ClusterPolicy enables (:func:`required_operands`)."""
+    ``required``: the required operands the ClusterPolicy enables (:func:`required_operands`); ``dra``: the
+    cluster's ``dra_view.DraIndex`` (None: DRA not read, no devices)."""
     spec = node.get("spec") or {}
     status = node.get("status") or {}
     labels = labels_of(node)
     info = status.get("nodeInfo") or {}
-    conditions = _conditions(status.get("conditions"))
+    conditions = conditions_by_type(status.get("conditions"))
     operands = operands or {}
     deploy = {k[len(DEPLOY_LABEL_PREFIX) :]: v for k, v in labels.items() if k.startswith(DEPLOY_LABEL_PREFIX)}
     missing = missing_operands(deploy, operands, required)
+    capacity = _gpu_resources(status.get("capacity"))
+    dra_view = (dra or DraIndex(None)).node(
+        name_of(node), deploy.get(PLUGIN_COMPONENT) == "true", operands.get(PLUGIN_COMPONENT)
+    )
     return {
         "name": name_of(node),
         "gpu": gpu_labels(labels),
-        "capacity": _gpu_resources(status.get("capacity")),
+        "mode": node_mode(capacity, dra_view["devices_total"]),
+        "capacity": capacity,
         "allocatable": _gpu_resources(status.get("allocatable")),
         "taints": [
             {"key": t.get("key"), "value": t.get("value"), "effect": t.get("effect")} for t in spec.get("taints") or []
@@ -309,6 +213,7 @@ def node_view(node, operands=None, required=ALL_REQUIRED):
         "os_image": info.get("osImage"),
         "container_runtime_version": info.get("containerRuntimeVersion"),
         "operands": operands,
+        "dra": dra_view,
         "operands_missing": missing,
         # The operator labels a GPU node (gpu.present and the deploy labels, together) before its DaemonSets place
         # pods there: until then the node is not ready, even with no operand pod to wait for.
@@ -402,6 +307,11 @@ def totals(nodes, unscheduled_operands=()):
         "operand_pods": len(unscheduled_operands),
         "operand_pods_not_ready": sum(1 for s in unscheduled_operands if not operand_ok(s)),
         "operand_pods_unscheduled": len(unscheduled_operands),
+        "modes": {},
+        "dra_devices": 0,
+        "dra_devices_allocated": 0,
+        "dra_devices_free": 0,
+        "dra_devices_tainted": 0,
     }
     for node in nodes:
         out["nodes_ready"] += node["ready"]
@@ -417,26 +327,32 @@ def totals(nodes, unscheduled_operands=()):
         _add(out["products"], node["gpu"]["product"])
         _add(out["driver_versions"], node["gpu"]["driver_version"])
         _add(out["upgrade_states"], node["upgrade_state"])
+        _add(out["modes"], node["mode"])
+        for key in ("total", "allocated", "free", "tainted"):
+            out["dra_devices" + ("" if key == "total" else "_" + key)] += node["dra"]["devices_" + key]
         out["operand_pods"] += len(node["operands"])
         out["operand_pods_not_ready"] += sum(1 for s in node["operands"].values() if not operand_ok(s))
     return out
 
 
-def cluster_view(nodes, pods, cluster_policies=None, nvidia_drivers=None, gpu_nodes_only=True):
+def cluster_view(nodes, pods, cluster_policies=None, nvidia_drivers=None, gpu_nodes_only=True, dra=None):
     """Everything the module returns except request counts and the server version.
 
     ``nodes`` and ``pods`` are lists of raw dicts; ``cluster_policies``/``nvidia_drivers`` are lists or
-    None (None: the CRD is not installed). With ``gpu_nodes_only`` nodes failing :func:`is_gpu_node` are
-    dropped (used when no label selector narrowed the LIST server-side).
+    None (None: the CRD is not installed); ``dra``: a ``dra_view.DraIndex`` (None: DRA not read). With
+    ``gpu_nodes_only`` nodes failing :func:`is_gpu_node` are dropped (used when no label selector narrowed the
+    LIST server-side); a node that publishes DRA devices counts as a GPU node.
     """
+    dra = dra or DraIndex(None)
     by_node, unscheduled = operands_by_node(pods)
     required = required_operands(cluster_policy_in_use(cluster_policies))
     views = []
     for node in nodes:
-        if gpu_nodes_only and not is_gpu_node(node):
+        if gpu_nodes_only and not (is_gpu_node(node) or name_of(node) in dra.by_node):
             continue
-        views.append(node_view(node, by_node.get(name_of(node)), required))
+        views.append(node_view(node, by_node.get(name_of(node)), required, dra))
     views.sort(key=lambda v: v["name"] or "")
+    peer_shortfalls(views)
     return {
         "nodes": {v["name"]: v for v in views},
         "cluster_policy": cluster_policy_view(cluster_policies),
@@ -446,5 +362,6 @@ def cluster_view(nodes, pods, cluster_policies=None, nvidia_drivers=None, gpu_no
             "nvidiadrivers.nvidia.com": nvidia_drivers is not None,
         },
         "unscheduled_operands": unscheduled,
+        "dra": cluster_dra(dra, views),
         "totals": totals(views, unscheduled),
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients import cluster_view as cv
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients import operand_pods as op
 
 # ------------------------------------------------------------------------------------------------
 # Builders for raw API objects
@@ -188,17 +189,17 @@ class TestOperands:
             "nvidia-mig-manager": "mig-manager",
         }
         for app, component in names.items():
-            assert cv.pod_component(pod("p", "g0", app)) == component
+            assert op.pod_component(pod("p", "g0", app)) == component
 
     def test_nvidia_driver_cr_pods_are_driver_pods_whatever_their_name(self):
         p = pod("nvidia-gpu-driver-ubuntu22.04-7c9f-x", "g0", "nvidia-gpu-driver-ubuntu22.04-7c9f")
         p["metadata"]["labels"]["app.kubernetes.io/component"] = "nvidia-driver"
-        assert cv.pod_component(p) == "driver"
+        assert op.pod_component(p) == "driver"
 
     def test_unknown_daemonset_pods_are_named_after_their_owner(self):
         p = pod("x", "g0", "something")
         p["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "nfd-worker"}]
-        assert cv.pod_component(p) == "nfd-worker"
+        assert op.pod_component(p) == "nfd-worker"
 
     def test_summary_has_phase_readiness_restarts_and_last_termination_reason(self):
         p = pod(
@@ -210,7 +211,7 @@ class TestOperands:
             last_reason="OOMKilled",
             waiting="CrashLoopBackOff",
         )
-        s = cv.pod_summary(p)
+        s = op.pod_summary(p)
         assert (s["phase"], s["ready"], s["restarts"]) == ("Running", False, 4)
         assert s["last_termination_reason"] == "OOMKilled" and s["last_termination_container"] == "main"
         assert s["waiting_reason"] == "CrashLoopBackOff"
@@ -225,7 +226,7 @@ class TestOperands:
                 "lastState": {"terminated": {"reason": "Error", "finishedAt": "2026-01-02T00:00:00Z"}},
             }
         ]
-        s = cv.pod_summary(p)
+        s = op.pod_summary(p)
         assert s["restarts"] == 6
         assert (s["last_termination_reason"], s["last_termination_container"]) == ("Error", "driver-validation")
         assert s["waiting_reason"] == "CrashLoopBackOff"
@@ -366,7 +367,7 @@ class TestTotals:
 
     def test_a_thousand_nodes_with_seven_operands_each_are_all_viewed(self):
         nodes = [gpu_node("g%04d" % i) for i in range(1000)]
-        apps = list(cv.COMPONENTS)[:7]
+        apps = list(op.COMPONENTS)[:7]
         pods = [pod("%s-%d" % (a, i), "g%04d" % i, a) for i in range(1000) for a in apps]
         result = cv.cluster_view(nodes, pods)
         assert result["totals"]["nodes"] == 1000 and result["totals"]["operand_pods"] == 7000

@@ -16,13 +16,16 @@ from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_cluster_
 class FakeApiServer:
     """Serves LISTs from in-memory collections, paginating with limit/continue like the API server."""
 
-    def __init__(self, nodes=(), pods=(), policies=(), drivers=(), missing=(), forbidden=()):
+    def __init__(self, nodes=(), pods=(), policies=(), drivers=(), missing=(), forbidden=(), dra=None):
         self.collections = {
             "/api/v1/nodes": list(nodes),
             "/api/v1/namespaces/gpu-operator/pods": list(pods),
             "/apis/nvidia.com/v1/clusterpolicies": list(policies),
             "/apis/nvidia.com/v1alpha1/nvidiadrivers": list(drivers),
         }
+        if dra is not None:  # (slices, classes, claims): a cluster that serves resource.k8s.io/v1
+            for plural, items in zip(("resourceslices", "deviceclasses", "resourceclaims"), dra):
+                self.collections["/apis/resource.k8s.io/v1/" + plural] = list(items)
         self.missing, self.forbidden = set(missing), set(forbidden)
         self.paths = []
 
@@ -41,6 +44,9 @@ class FakeApiServer:
         if "labelSelector" in query:
             key, _unused, value = query["labelSelector"].partition("=")
             items = [i for i in items if i["metadata"].get("labels", {}).get(key) == value]
+        if "fieldSelector" in query:
+            assert query["fieldSelector"].startswith("spec.driver="), "only ResourceSlices are field-selected"
+            items = [i for i in items if i["spec"]["driver"] == query["fieldSelector"].partition("=")[2]]
         return page(items, query)
 
 
@@ -91,13 +97,13 @@ def test_makes_one_request_per_list_page_and_never_one_per_node(monkeypatch):
     pods = [operand("p%03d" % i, "g%03d" % i, "nvidia-device-plugin-daemonset") for i in range(120)]
     server = FakeApiServer(nodes=nodes, pods=pods, policies=[POLICY])
     result = run_module(server, monkeypatch, page_size=50)
-    # version + 3 node pages + 3 pod pages + 1 ClusterPolicy page + 1 NVIDIADriver page
-    assert result["api_requests"] == 9 == len(server.paths)
+    # version + 3 node pages + 3 pod pages + 1 ClusterPolicy page + 1 NVIDIADriver page + 1 ResourceSlice LIST (404)
+    assert result["api_requests"] == 10 == len(server.paths)
     assert all(query.get("limit") == "50" for path, query in server.paths if path != "/version")
-    assert not any("fieldSelector" in query for _unused, query in server.paths)
+    assert [q["fieldSelector"] for _p, q in server.paths if "fieldSelector" in q] == ["spec.driver=gpu.nvidia.com"]
 
 
-def test_a_thousand_gpu_nodes_with_seven_operands_each_take_at_most_ten_requests_by_default(monkeypatch):
+def test_a_thousand_gpu_nodes_with_seven_operands_each_take_nine_requests_by_default(monkeypatch):
     nodes = [gpu_node("g%04d" % i) for i in range(1000)]
     apps = [
         "nvidia-driver-daemonset",
@@ -109,10 +115,11 @@ def test_a_thousand_gpu_nodes_with_seven_operands_each_take_at_most_ten_requests
         "nvidia-mig-manager",
     ]
     pods = [operand("%s-%04d" % (app, i), "g%04d" % i, app) for i in range(1000) for app in apps]
-    server = FakeApiServer(nodes=nodes, pods=pods, policies=[POLICY])
+    server = FakeApiServer(nodes=nodes, pods=pods, policies=[POLICY], dra=([], [], []))
     result = run_module(server, monkeypatch)
-    # version + 1 node page + 4 pod pages (7,000 / 2,000) + 1 ClusterPolicy page + 1 NVIDIADriver page
-    assert result["api_requests"] == 8 == len(server.paths)
+    # version + 1 node page + 4 pod pages (7,000 / 2,000) + ClusterPolicies + NVIDIADrivers + ResourceSlices (none,
+    # so no DeviceClass or ResourceClaim LIST)
+    assert result["api_requests"] == 9 == len(server.paths)
     assert result["totals"]["nodes"] == 1000 and result["totals"]["operand_pods"] == 7000
     assert all(len(n["operands"]) == 7 for n in result["nodes"].values()), "every page was followed"
 
@@ -184,10 +191,132 @@ def test_unreadable_kubeconfig_fails_cleanly_through_the_real_client_factory(tmp
     assert missing in outcome["msg"] and "could not be read" in outcome["msg"]
 
 
-def test_argument_spec_is_the_kubeconfig_spec_plus_three_options():
+def test_argument_spec_is_the_kubeconfig_spec_plus_four_options():
     from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
 
     spec = gpu_cluster_info.argspec()
-    assert set(spec) - set(KUBECONFIG_ARG_SPEC) == {"label_selector", "operator_namespace", "page_size"}
+    assert set(spec) - set(KUBECONFIG_ARG_SPEC) == {"label_selector", "operator_namespace", "page_size", "dra_driver"}
+    assert spec["dra_driver"]["default"] == "gpu.nvidia.com"
     assert spec["page_size"]["default"] == 2000
     assert spec["operator_namespace"]["default"] == "gpu-operator"
+
+
+# ------------------------------------------------------------------------------------------------
+# DRA (resource.k8s.io/v1)
+
+
+def dra_node(name):
+    """A node of the GPU Operator's GPUCluster mode: labelled, no nvidia.com/gpu capacity."""
+    labels = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.deploy.dra-driver": "true"}
+    return {"metadata": {"name": name, "labels": labels}, "spec": {}, "status": {"capacity": {"cpu": "8"}}}
+
+
+def resource_slice(node_name, devices=8, driver="gpu.nvidia.com"):
+    devs = [
+        {
+            "name": "gpu-%d" % i,
+            "attributes": {
+                "type": {"string": "gpu"},
+                "productName": {"string": "NVIDIA H100 80GB HBM3"},
+                "driverVersion": {"version": "570.124.6"},
+            },
+        }
+        for i in range(devices)
+    ]
+    pool = {"name": node_name, "generation": 1, "resourceSliceCount": 1}
+    spec = {"driver": driver, "nodeName": node_name, "pool": pool, "devices": devs}
+    return {"metadata": {"name": "%s-%s" % (node_name, driver)}, "spec": spec}
+
+
+def allocated_claim(ns, name, node_name, device, pod="train-0"):
+    result = {"request": "gpu", "driver": "gpu.nvidia.com", "pool": node_name, "device": device}
+    return {
+        "metadata": {"namespace": ns, "name": name},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}},
+        "status": {
+            "allocation": {"devices": {"results": [result]}},
+            "reservedFor": [{"resource": "pods", "name": pod, "uid": "u1"}],
+        },
+    }
+
+
+GPU_CLASS = {
+    "metadata": {"name": "gpu.nvidia.com"},
+    "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]},
+}
+
+
+def test_a_dra_node_reports_its_mode_devices_and_the_claims_holding_them(monkeypatch):
+    claim = allocated_claim("ml", "train-0-gpu-x7k2p", "d0", "gpu-3")
+    server = FakeApiServer(nodes=[dra_node("d0"), gpu_node("g0")], dra=([resource_slice("d0")], [GPU_CLASS], [claim]))
+    result = run_module(server, monkeypatch)
+    assert result["_kind"] == "exit"
+    assert (result["nodes"]["d0"]["mode"], result["nodes"]["g0"]["mode"]) == ("dra", "extended-resource")
+    dra = result["nodes"]["d0"]["dra"]
+    assert (dra["devices_total"], dra["devices_allocated"], dra["devices_free"]) == (8, 1, 7)
+    held = [d for d in dra["devices"] if d["allocated"]]
+    assert [(d["name"], d["claims"], d["pods"]) for d in held] == [("gpu-3", ["ml/train-0-gpu-x7k2p"], ["ml/train-0"])]
+    assert dra["driver_version"] == "570.124.6" and dra["problems"] == []
+    assert result["dra"]["device_classes"]["gpu.nvidia.com"]["selectors"] == ["device.driver == 'gpu.nvidia.com'"]
+    assert result["totals"]["modes"] == {"dra": 1, "extended-resource": 1}
+    assert (result["totals"]["dra_devices"], result["totals"]["dra_devices_free"]) == (8, 7)
+
+
+def test_a_thousand_dra_nodes_with_three_operands_and_two_thousand_claims_take_nine_requests(monkeypatch):
+    names = ["d%04d" % i for i in range(1000)]
+    apps = ["nvidia-dra-driver-kubelet-plugin", "nvidia-dcgm-exporter", "nvidia-container-toolkit-daemonset"]
+    pods = [operand("%s-%s" % (app, n), n, app) for n in names for app in apps]
+    claims = [
+        allocated_claim("ml", "c-%s-%d" % (n, i), n, "gpu-%d" % i, "p-%s-%d" % (n, i)) for n in names for i in (0, 1)
+    ]
+    server = FakeApiServer(
+        nodes=[dra_node(n) for n in names],
+        pods=pods,
+        dra=([resource_slice(n) for n in names], [GPU_CLASS], claims),
+    )
+    result = run_module(server, monkeypatch)
+    # version + nodes + 2 pod pages (3,000) + ClusterPolicies + NVIDIADrivers + ResourceSlices + DeviceClasses +
+    # ResourceClaims (2,000: one page)
+    assert result["api_requests"] == 9 == len(server.paths)
+    assert result["totals"]["modes"] == {"dra": 1000}
+    assert (result["totals"]["dra_devices"], result["totals"]["dra_devices_allocated"]) == (8000, 2000)
+
+
+def test_a_cluster_that_does_not_serve_resource_k8s_io_v1_has_no_dra_and_does_not_fail(monkeypatch):
+    server = FakeApiServer(nodes=[gpu_node("g0")])  # every resource.k8s.io path answers 404
+    result = run_module(server, monkeypatch)
+    assert result["_kind"] == "exit"
+    assert result["dra"]["served"] is False and result["dra"]["device_classes"] is None
+    assert result["nodes"]["g0"]["dra"]["devices"] == [] and result["nodes"]["g0"]["mode"] == "extended-resource"
+
+
+def test_without_any_slice_of_the_driver_classes_and_claims_are_not_listed(monkeypatch):
+    server = FakeApiServer(nodes=[gpu_node("g0")], dra=([resource_slice("x", driver="net.example.com")], [], []))
+    result = run_module(server, monkeypatch)
+    listed = [p for p, _q in server.paths if p.startswith("/apis/resource.k8s.io/")]
+    assert listed == ["/apis/resource.k8s.io/v1/resourceslices"]
+    assert result["dra"]["served"] is True and result["dra"]["claims_listed"] is False
+
+
+def test_a_deleted_device_class_is_named(monkeypatch):
+    server = FakeApiServer(nodes=[dra_node("d0")], dra=([resource_slice("d0")], [], []))
+    result = run_module(server, monkeypatch)
+    assert result["dra"]["device_classes_missing"] == ["gpu.nvidia.com"]
+    assert "DeviceClass gpu.nvidia.com does not exist" in result["dra"]["problems"][0]
+
+
+def test_dra_driver_selects_whose_slices_are_read(monkeypatch):
+    server = FakeApiServer(nodes=[dra_node("d0")], dra=([resource_slice("d0", driver="gpu.example.com")], [], []))
+    result = run_module(server, monkeypatch, dra_driver="gpu.example.com")
+    assert (
+        result["nodes"]["d0"]["dra"]["devices_total"] == 8
+        and result["nodes"]["d0"]["dra"]["driver"] == "gpu.example.com"
+    )
+
+
+def test_missing_rbac_on_resource_slices_fails_with_the_permission_to_grant(monkeypatch):
+    server = FakeApiServer(
+        nodes=[dra_node("d0")], dra=([], [], []), forbidden=["/apis/resource.k8s.io/v1/resourceslices"]
+    )
+    result = run_module(server, monkeypatch)
+    assert result["_kind"] == "fail" and result["status"] == 403 and "resourceslices" in result["msg"]
