@@ -1,5 +1,6 @@
-"""Integration-test wiring: one real test bed (profile `ci`) per pytest run, and the ``gpu_operator`` fixture
-(the simulated GPU Operator on it) for every directory whose tests need the operator.
+"""Integration-test wiring: one real test bed (profile `ci`) per pytest run, the ``gpu_operator`` fixture
+(the simulated GPU Operator on it) for every directory whose tests need the operator, and the ``dra`` fixture
+(a ci-dra bed of its own in GPUCluster mode) for the DRA specs of any directory.
 
 Set GPUOPS_TESTBED_STATE=<state dir> to reuse a test bed that is already up (`python -m tests.sim up`);
 it is then left running at the end. Otherwise the fixture starts one in a temporary state directory and
@@ -23,6 +24,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from tests.integration.simop_helpers import NS, Op, simulated_operator  # noqa: E402
+from tests.integration.testbed.dra_helpers import CHART, GPUCLUSTER_MODE, DraBed  # noqa: E402
 from tests.sim import profiles  # noqa: E402
 from tests.sim import testbed as tb  # noqa: E402
 
@@ -213,3 +215,58 @@ def gpu_operator(testbed, tmp_path_factory):
                 except Exception:
                     pass
             op.helm("uninstall", "gpu-operator", "-n", NS, "--wait", check=False)
+
+
+# --- the DRA bed -------------------------------------------------------------------------------
+# A ci-dra bed of its own (the simulated operator in GPUCluster mode) with the stand-in chart v26.7.1 installed as the
+# GPUCluster `gpu-cluster`: one bed for every DRA spec of the session (tests/integration/testbed/test_dra*.py and
+# tests/integration/dra/), stopped right after the last spec that uses it (a session fixture alone would keep it
+# idling, about 750 MB and 4 % of a core, through the rest of the suite). GPUOPS_DRA_TESTBED_STATE=<state dir>
+# reuses a running ci-dra bed and leaves it up.
+
+_DRA_STARTED: list[Path] = []  # the state dir of the DRA bed this session started, until it is stopped
+
+
+def _stop_dra_bed() -> None:
+    while _DRA_STARTED:
+        run_cli("down", "--state-dir", str(_DRA_STARTED.pop()))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After the last spec that uses the DRA bed (module fixtures are torn down by now), stop the bed."""
+    if "dra" not in item.fixturenames:
+        return
+    later = item.session.items[item.session.items.index(item) + 1 :]
+    if not any("dra" in i.fixturenames for i in later):
+        _stop_dra_bed()
+
+
+@pytest.fixture(scope="session")
+def dra(tmp_path_factory) -> DraBed:
+    reuse = os.environ.get("GPUOPS_DRA_TESTBED_STATE")
+    state_dir = Path(reuse) if reuse else tmp_path_factory.mktemp("dra-bed")
+    if not reuse:
+        t0 = time.monotonic()
+        _DRA_STARTED.append(state_dir)
+        proc = run_cli("up", "--profile", "ci-dra", "--state-dir", str(state_dir), timeout=900)
+        if proc.returncode != 0:
+            _stop_dra_bed()
+            pytest.fail(f"DRA test bed did not come up (rc {proc.returncode}): {proc.stderr.strip()[-2000:]}")
+        sys.stderr.write(f"\n[testbed] profile ci-dra up in {time.monotonic() - t0:.1f}s ({state_dir})\n")
+    try:
+        bed = _from_state(state_dir, owned=not reuse)
+        work = tmp_path_factory.mktemp("dra-helm")
+        env = {**os.environ, **{f"HELM_{k}_HOME": str(work / k.lower()) for k in ("CACHE", "CONFIG", "DATA")}}
+        sets = [x for s in GPUCLUSTER_MODE for x in ("--set", s)]
+        argv = [bed.helm, "upgrade", "--install", "gpu-operator", "gpu-operator", "--repo", bed.chart_repo_url]
+        argv += ["--version", CHART, "-n", NS, "--create-namespace", "--wait", "--timeout", "300s", *sets]
+        r = subprocess.run(
+            [*argv, "--kubeconfig", bed.kubeconfig], capture_output=True, text=True, env=env, timeout=360
+        )
+        assert r.returncode == 0, r.stderr[-2000:]
+        dra_bed = DraBed(bed)
+        dra_bed.wait_healthy(timeout=120)
+        yield dra_bed
+    finally:
+        _stop_dra_bed()
