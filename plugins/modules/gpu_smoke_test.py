@@ -16,6 +16,17 @@ description:
     node affinity on C(kubernetes.io/hostname) and tolerates O(tolerations). The scheduler places it, so a node
     that cannot take it (no allocatable GPU, an untolerated taint, cordoned) leaves the pod Pending and the result
     carries the scheduler's C(FailedScheduling) message.
+  - With O(allocation=claim) the GPUs come through Dynamic Resource Allocation (C(resource.k8s.io/v1)) instead of
+    the C(nvidia.com/gpu) extended resource - the run creates one ResourceClaimTemplate (O(device_class), O(gpus)
+    as the count or V(all) for allocation mode All, CEL selectors from O(product), O(mig_profile) and
+    O(selectors)), and each pod references it through C(spec.resourceClaims) and its container's
+    C(resources.claims). The resource-claim controller makes one claim per pod from it; the scheduler allocates a
+    device of the pod's node. A pod that is scheduled but cannot start carries the kubelet's
+    C(FailedPrepareDynamicResources) message.
+  - O(admin_access=true) asks for the devices with C(adminAccess) - allowed even when other claims hold them, so a
+    fully busy node can be validated. Kubernetes allows such claims only in a namespace labelled
+    C(resource.kubernetes.io/admin-access=true); when O(namespace) lacks the label the run adds it and removes it
+    again at the end (the next run's sweep removes it after an interrupted run).
   - By default the pod runs NVIDIA's CUDA vectoradd sample and passes when it exits 0 and its log contains
     C(Test PASSED); O(mode=nvidia-smi) runs C(nvidia-smi -L) instead. O(image), O(command) and
     O(expected_output) override either.
@@ -23,12 +34,14 @@ description:
     of the run), never a GET per pod; each finished pod's log is read, then the pod is deleted.
   - Cleanup always runs, also when the run fails or is interrupted; before a run, pods that an interrupted earlier
     run left behind are deleted (labels C(gpuops.io/smoke-test=true) and
-    C(app.kubernetes.io/managed-by=gpuops.gpu_operator)).
-    Each pod also carries C(activeDeadlineSeconds), so it ends itself if both guards are missed.
+    C(app.kubernetes.io/managed-by=gpuops.gpu_operator)), and so are its claim templates and the admin-access label
+    it set. In claim mode cleanup deletes the run's template and waits until the claims made from it are gone with
+    their pods. Each pod also carries C(activeDeadlineSeconds), so it ends itself if both guards are missed.
   - The run leaves nothing behind, so the module reports C(changed=false), unless it deleted leftovers of an
     earlier run (RV(swept)).
   - Needs RBAC C(list) on nodes, C(create), C(list), C(delete) on pods and C(get) on C(pods/log) in O(namespace),
-    and C(list) on events there.
+    and C(list) on events there; C(list), C(create) and C(delete) on C(resourceclaimtemplates) and C(list) on
+    C(resourceclaims) (C(resource.k8s.io)) there, and C(get) and C(patch) on the namespace for O(admin_access).
 author:
   - gpuops.gpu_operator contributors (@gpuops)
 requirements:
@@ -66,9 +79,55 @@ options:
     type: str
     default: "1"
   resource:
-    description: The extended resource to request, for example V(nvidia.com/mig-1g.10gb) on a mixed-strategy MIG node.
+    description:
+      - The extended resource to request, for example V(nvidia.com/mig-1g.10gb) on a mixed-strategy MIG node.
+      - Only with O(allocation=resource).
     type: str
     default: nvidia.com/gpu
+  allocation:
+    description:
+      - V(resource) requests O(resource), the device plugin's extended resource.
+      - V(claim) requests the GPUs through a DRA ResourceClaim made from the run's ResourceClaimTemplate, for
+        clusters where GPUs reach pods through DRA (the GPU Operator's GPUCluster mode).
+    type: str
+    choices: [resource, claim]
+    default: resource
+  device_class:
+    description:
+      - The DeviceClass of the claim. The default is V(gpu.nvidia.com), or V(mig.nvidia.com) when O(mig_profile)
+        is set.
+      - Only with O(allocation=claim).
+    type: str
+  product:
+    description:
+      - Only devices whose C(productName) attribute is this, for example V(NVIDIA H100 80GB HBM3) (the DRA driver
+        writes the name as NVML does, with spaces, unlike the GFD label C(nvidia.com/gpu.product)).
+      - Only with O(allocation=claim).
+    type: str
+  mig_profile:
+    description:
+      - Only MIG devices of this profile, for example V(1g.10gb) (their C(profile) attribute).
+      - Only with O(allocation=claim).
+    type: str
+  selectors:
+    description:
+      - More CEL selectors the devices must match, for example
+        V(device.attributes['gpu.nvidia.com'].driverVersion.isGreaterThan(semver('570.0.0'\))).
+      - Only with O(allocation=claim).
+    type: list
+    elements: str
+  admin_access:
+    description:
+      - Claim the devices with admin access, which is granted even when other claims hold them (a busy node can
+        be tested). The namespace needs, and gets for the run, the label
+        C(resource.kubernetes.io/admin-access=true).
+      - Only with O(allocation=claim).
+    type: bool
+    default: false
+  dra_driver:
+    description: The DRA driver whose attributes O(product) and O(mig_profile) select on.
+    type: str
+    default: gpu.nvidia.com
   mode:
     description:
       - V(vectoradd) runs C(nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0) and expects C(Test PASSED).
@@ -135,7 +194,8 @@ options:
     default: true
 notes:
   - Run one smoke test per namespace at a time; the sweep deletes the pods of any earlier run in O(namespace).
-  - In check mode it creates nothing and returns the pods it would run in RV(planned).
+  - In check mode it creates nothing and returns the pods it would run in RV(planned) and, in claim mode, the
+    template in RV(claim_template) and whether it would label the namespace in RV(namespace_labelled).
   - There is no diff; the run leaves no object behind.
 seealso:
   - module: gpuops.gpu_operator.gpu_cluster_info
@@ -165,39 +225,78 @@ EXAMPLES = r"""
       - {key: dedicated, operator: Equal, value: gpu, effect: NoSchedule}
     concurrency: 20
     timeout: 120
+
+- name: One GPU through DRA on every GPU node (GPU Operator in GPUCluster mode)
+  gpuops.gpu_operator.gpu_smoke_test:
+    allocation: claim
+    mode: nvidia-smi
+
+- name: Every GPU of the busy H100 nodes, beside the workloads holding them
+  gpuops.gpu_operator.gpu_smoke_test:
+    allocation: claim
+    admin_access: true
+    gpus: all
+    product: NVIDIA H100 80GB HBM3
+    namespace: gpuops-smoke
+    mode: nvidia-smi
+
+- name: One 1g.10gb MIG device per node
+  gpuops.gpu_operator.gpu_smoke_test:
+    allocation: claim
+    mig_profile: 1g.10gb
 """
 
 RETURN = r"""
 nodes:
   description:
     - Per node tested, keyed by node name - C(node), C(pod), C(status) (V(passed), V(failed) or V(pending)),
-      C(reason) (null when passed; for pending the scheduler's C(FailedScheduling) message), C(duration) (seconds
-      from creation to the verdict), C(exit_code), C(resources) (what the pod requested) and C(logs) (the log tail).
+      C(reason) (null when passed; for pending the scheduler's C(FailedScheduling) message, or the kubelet's
+      C(FailedPrepareDynamicResources) message for a scheduled pod that did not start), C(duration) (seconds
+      from creation to the verdict), C(exit_code), C(resources) (what the pod requested - the resource and its
+      count, or in claim mode the device class and the count, V(all) for every matching device), C(devices) (claim
+      mode - the devices its claim got, as C(pool/device); null otherwise) and C(logs) (the log tail).
   returned: always
   type: dict
   sample:
     gpu-h100-0: {node: gpu-h100-0, pod: gpuops-smoke-1a2b3c4d-gpu-h100-0, status: passed, reason: null,
-                 duration: 7.2, exit_code: 0, resources: {nvidia.com/gpu: "1"}, logs: "... Test PASSED"}
+                 duration: 7.2, exit_code: 0, resources: {nvidia.com/gpu: "1"}, devices: null, logs: "... Test PASSED"}
+    gpu-b200-0: {node: gpu-b200-0, pod: gpuops-smoke-1a2b3c4d-gpu-b200-0, status: passed, reason: null,
+                 duration: 3.1, exit_code: 0, resources: {gpu.nvidia.com: "1"}, devices: [gpu-b200-0/gpu-3],
+                 logs: "GPU 0: NVIDIA B200 (UUID: GPU-...)"}
     gpu-t4-0: {node: gpu-t4-0, pod: gpuops-smoke-1a2b3c4d-gpu-t4-0, status: pending,
                reason: "0/5 nodes are available: 1 Insufficient nvidia.com/gpu ...", duration: 60.4,
-               exit_code: null, resources: {nvidia.com/gpu: "1"}, logs: null}
+               exit_code: null, resources: {nvidia.com/gpu: "1"}, devices: null, logs: null}
 summary:
   description: C(passed), C(failed), C(pending), C(total) (nodes tested) and C(all_passed).
   returned: always
   type: dict
   sample: {passed: 2, failed: 0, pending: 1, total: 3, all_passed: false}
 planned:
-  description: In check mode, the pod of each node that would run (name, node, resources); empty otherwise.
+  description: In check mode, the pod of each node that would run (pod, node, image, resources); empty otherwise.
   returned: always
   type: list
   elements: dict
+claim_template:
+  description: In claim mode, the ResourceClaimTemplate of the run (in check mode, the one it would create); else null.
+  returned: always
+  type: dict
+namespace_labelled:
+  description:
+    - Whether the run labelled O(namespace) C(resource.kubernetes.io/admin-access=true) for O(admin_access) (and
+      removed the label at its end); in check mode, whether it would.
+  returned: always
+  type: bool
 swept:
-  description: Pods of earlier, interrupted runs that were deleted before this run.
+  description:
+    - What earlier, interrupted runs left and this run deleted before it started - pod names,
+      C(resourceclaimtemplate/NAME), and C(namespace/NAME label resource.kubernetes.io/admin-access).
   returned: always
   type: list
   elements: str
 leftovers:
-  description: Pods of this run still present after cleanup (normally empty; the next run sweeps them).
+  description:
+    - What of this run was still present after cleanup (normally empty; the next run sweeps it) - pod names and,
+      in claim mode, C(resourceclaim/NAME).
   returned: always
   type: list
   elements: str
@@ -219,17 +318,20 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s i
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC, check_minimums
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import annotations_of, name_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.smoke import (
     DEFAULT_TOLERATIONS,
     MODES,
-    NODE_ANNOTATION,
     SmokeError,
     SmokeRun,
+    gpus_for,
     pod_spec,
+    run_labels,
+    run_selector,
     select_nodes,
     summarize,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.smoke_claims import claim_setup, use_claim
 
 
 def argspec():
@@ -258,6 +360,13 @@ def argspec():
             "poll_interval": {"type": "float", "default": 1.0},
             "collect_logs": {"type": "bool", "default": True},
             "sweep": {"type": "bool", "default": True},
+            "allocation": {"type": "str", "choices": ["resource", "claim"], "default": "resource"},
+            "device_class": {"type": "str"},
+            "product": {"type": "str"},
+            "mig_profile": {"type": "str"},
+            "selectors": {"type": "list", "elements": "str"},
+            "admin_access": {"type": "bool", "default": False},
+            "dra_driver": {"type": "str", "default": "gpu.nvidia.com"},
         }
     )
     return spec
@@ -267,6 +376,7 @@ def _check_params(p):
     check_minimums(p, {"concurrency": 1, "timeout": 1, "schedule_timeout": 1})
     if p["poll_interval"] <= 0:
         raise SmokeError("poll_interval must be greater than 0, got %s" % p["poll_interval"])
+    gpus_for({}, p["gpus"])  # a positive integer or all
 
 
 def _terminate(signum, frame):  # Ansible's timeout and Ctrl-C end the module with SIGTERM/SIGINT: clean up first
@@ -294,7 +404,7 @@ def execute_module(module, client=None):
     )
 
     def make_pod(run_id, node):
-        return pod_spec(
+        pod = pod_spec(
             run_id,
             node,
             image,
@@ -307,6 +417,7 @@ def execute_module(module, client=None):
             runtime_class_name=p["runtime_class_name"],
             image_pull_secrets=p["image_pull_secrets"],
         )
+        return use_claim(pod, run.claims.template) if run.claims else pod
 
     run = SmokeRun(
         client,
@@ -319,22 +430,20 @@ def execute_module(module, client=None):
         expected_output=expected or None,
         collect_logs=p["collect_logs"],
     )
+    run.claims = claim_setup(
+        client, p, run.run_id, run_labels(run.run_id), run_selector(run.run_id), page_size=run.page_size
+    )
+    template = run.claims.template if run.claims else None
     names = [name_of(n) for n in selected]
     if module.check_mode:
-        planned = [
-            {
-                "pod": name_of(pod),
-                "node": annotations_of(pod)[NODE_ANNOTATION],
-                "image": pod["spec"]["containers"][0]["image"],
-                "resources": pod["spec"]["containers"][0]["resources"]["limits"],
-            }
-            for pod in run.plan(selected)
-        ]
+        planned = run.plan(selected)
         return dict(
             changed=False,
             nodes={},
             summary=summarize({}, names),
             planned=planned,
+            claim_template=template,
+            namespace_labelled=bool(run.claims and run.claims.needs_label()),
             swept=[],
             leftovers=[],
             run_id=run.run_id,
@@ -353,6 +462,8 @@ def execute_module(module, client=None):
         nodes=results,
         summary=summarize(results, names),
         planned=[],
+        claim_template=template,
+        namespace_labelled=bool(run.claims and run.claims.labelled),
         swept=run.swept,
         leftovers=run.leftovers,
         run_id=run.run_id,

@@ -19,16 +19,12 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_v
 )
 
 
-def list_dra(client, plural, namespace=None, page_size=500, field_selector=None):
-    """Every ``plural`` (``resourceslices``, ``deviceclasses``, ``resourceclaims``, ``resourceclaimtemplates``);
-    None when the cluster does not serve ``resource.k8s.io/v1`` (HTTP 404: Kubernetes before 1.34)."""
+def list_dra(client, plural, namespace=None, page_size=500, **selectors):
+    """Every ``plural`` (``resourceslices``, ``deviceclasses``, ``resourceclaims``, ``resourceclaimtemplates``),
+    filtered by ``label_selector``/``field_selector``; None when the cluster does not serve ``resource.k8s.io/v1``
+    (HTTP 404: Kubernetes before 1.34)."""
     return client.list_custom(
-        RESOURCE_GROUP,
-        RESOURCE_VERSION,
-        plural,
-        namespace=namespace,
-        page_size=page_size,
-        field_selector=field_selector,
+        RESOURCE_GROUP, RESOURCE_VERSION, plural, namespace=namespace, page_size=page_size, **selectors
     )
 
 

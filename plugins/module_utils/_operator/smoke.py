@@ -13,7 +13,9 @@
 * :class:`SmokeRun` drives a run against a ``_clients.k8s.K8sClient``: it sweeps leftovers of earlier runs
   (by label), creates at most ``concurrency`` pods at a time, watches them with one paginated LIST per
   poll (label selector of this run, never a GET per pod), reads each finished pod's log, deletes it, and in
-  ``finally`` deletes whatever is left, so nothing of the run survives it.
+  ``finally`` deletes whatever is left, so nothing of the run survives it. In claim mode (a
+  ``smoke_claims.ClaimSetup``) the pods get their GPUs from ResourceClaims made from the run's template; a
+  second LIST per poll reads which devices the run's claims got.
 
 Pods are pinned with a required node affinity on ``kubernetes.io/hostname`` rather than ``spec.nodeName``:
 the scheduler then places them, so a node that cannot take the pod (no allocatable GPU, an untolerated
@@ -40,6 +42,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
     name_of,
     to_int,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import smoke_claims
 
 SMOKE_LABEL = "gpuops.io/smoke-test"
 RUN_LABEL = "gpuops.io/smoke-test-run"
@@ -71,6 +74,11 @@ LOG_LIMIT_BYTES = 16384
 
 class SmokeError(GpuOpsError):
     """Bad input (the message names it and the fix)."""
+
+
+def run_labels(run_id):
+    """The labels of everything a run creates (pods, claim templates, and the claims made from them)."""
+    return {SMOKE_LABEL: "true", RUN_LABEL: run_id, MANAGED_BY[0]: MANAGED_BY[1]}
 
 
 def sweep_selector():
@@ -126,7 +134,7 @@ def pod_spec(
     hostname = labels_of(node).get(HOSTNAME_LABEL) or name
     count = gpus_for(node, gpus, resource)
     pod_labels = dict(labels or {})
-    pod_labels.update({SMOKE_LABEL: "true", RUN_LABEL: run_id, MANAGED_BY[0]: MANAGED_BY[1]})
+    pod_labels.update(run_labels(run_id))
     container = {
         "name": "smoke",
         "image": image,
@@ -216,12 +224,13 @@ def _condition(pod, kind):
     return {}
 
 
-def classify(pod, expected_output=None, logs=None, timed_out=False, schedule_event=None):
+def classify(pod, expected_output=None, logs=None, timed_out=False, schedule_event=None, node_event=None):
     """``(status, reason, exit_code)`` of one smoke pod; status ``None`` means still running.
 
     * ``passed``: Succeeded and, when ``expected_output`` is set, the log contains it.
     * ``failed``: Failed, a Succeeded pod whose log lacks the expected text, or timed out after scheduling.
-    * ``pending``: timed out before it was scheduled; the reason is the scheduler's FailedScheduling message.
+    * ``pending``: timed out before it was scheduled; the reason is the scheduler's FailedScheduling message; or
+      scheduled but never started, with the kubelet's ``node_event`` (``FailedPrepareDynamicResources``) if any.
     """
     status = pod.get("status") or {}
     phase = status.get("phase")
@@ -248,6 +257,8 @@ def classify(pod, expected_output=None, logs=None, timed_out=False, schedule_eve
         what = waiting.get("reason") or "ContainerCreating"
         if waiting.get("message"):
             what += ": " + waiting["message"]
+        if node_event:
+            what += "; %s" % node_event
         return "pending", "scheduled but the container did not start (%s)" % what, None
     return "failed", "timed out while %s" % (phase or "Unknown"), None
 
@@ -272,6 +283,7 @@ class SmokeRun:
         page_size=2000,
         run_id=None,
         workers=4,
+        claims=None,
     ):
         self.client = client
         self.namespace = namespace
@@ -288,6 +300,7 @@ class SmokeRun:
         self.page_size = page_size
         self.run_id = run_id or uuid.uuid4().hex[:8]
         self.workers = max(1, int(workers))
+        self.claims = claims  # a smoke_claims.ClaimSetup in claim mode
         self.swept = []
         self.leftovers = []
 
@@ -299,14 +312,14 @@ class SmokeRun:
             path, label_selector=selector, page_size=self.page_size, what="list smoke-test pods in %s" % self.namespace
         )[0]
 
-    def _scheduling_events(self):
-        """``{pod uid: message}`` of the newest FailedScheduling event per pod, from one LIST."""
+    def _events(self, reason):
+        """``{pod uid: message}`` of the newest ``reason`` event per pod, from one LIST."""
         path = "/api/v1/namespaces/%s/events" % self.namespace
         events = self.client.list_all(
             path,
-            field_selector="involvedObject.kind=Pod,reason=FailedScheduling",
+            field_selector="involvedObject.kind=Pod,reason=%s" % reason,
             page_size=self.page_size,
-            what="list FailedScheduling events in %s" % self.namespace,
+            what="list %s events in %s" % (reason, self.namespace),
         )[0]
         newest = {}
         for ev in events:
@@ -317,16 +330,31 @@ class SmokeRun:
         return {uid: msg for uid, (_unused, msg) in newest.items()}
 
     def sweep(self):
-        """Delete smoke pods that an earlier, interrupted run left behind (any run id)."""
+        """Delete smoke pods that an earlier, interrupted run left behind (any run id), then its claim templates and
+        the admin-access label it set (``resourceclaimtemplate/NAME``, ``namespace/NAME label ...``)."""
         names = [name_of(p) for p in self._list(sweep_selector())]
         deleted = self._map(lambda name: self.client.delete_pod(self.namespace, name), names)
         self.swept = sorted(n for n, ok in zip(names, deleted) if ok)
+        self.swept += smoke_claims.sweep(self.client, self.namespace, sweep_selector(), self.page_size)
         return self.swept
 
     # -- the run ------------------------------------------------------------------------------------
 
     def plan(self, nodes):
-        return [self.make_pod(self.run_id, node) for node in nodes]
+        """What check mode returns: per node the pod that would run (``pod``, ``node``, ``image``, ``resources``)."""
+        pods = [self.make_pod(self.run_id, node) for node in nodes]
+        return [
+            {
+                "pod": name_of(pod),
+                "node": annotations_of(pod)[NODE_ANNOTATION],
+                "image": pod["spec"]["containers"][0]["image"],
+                "resources": self._requested(pod),
+            }
+            for pod in pods
+        ]
+
+    def _requested(self, pod):
+        return self.claims.resources if self.claims else pod["spec"]["containers"][0]["resources"]["limits"]
 
     def _map(self, fn, items):
         """``fn`` over ``items`` on up to ``workers`` threads (API round trips overlap); results in order."""
@@ -340,8 +368,10 @@ class SmokeRun:
         """Test every node; returns ``{node name: result}``. Always deletes this run's pods."""
         queue = list(nodes)
         results = {}
-        in_flight = {}  # pod name -> {"node", "started", "uid", "gpus"}
+        in_flight = {}  # pod name -> {"node", "started", "uid", "gpus", "devices"}
         try:
+            if self.claims:
+                self.claims.prepare()
             while queue or in_flight:
                 batch = [self.make_pod(self.run_id, n) for n in queue[: max(0, self.concurrency - len(in_flight))]]
                 del queue[: len(batch)]
@@ -351,10 +381,14 @@ class SmokeRun:
                         "node": annotations_of(pod)[NODE_ANNOTATION],
                         "started": started,
                         "uid": meta_of(created).get("uid"),
-                        "gpus": pod["spec"]["containers"][0]["resources"]["limits"],
+                        "gpus": self._requested(pod),
+                        "devices": None,
                     }
                 self.sleep(self.poll_interval)
                 pods = {name_of(p): p for p in self._list(run_selector(self.run_id))}
+                for name, devices in (self.claims.observe() if self.claims else {}).items():
+                    if name in in_flight:
+                        in_flight[name]["devices"] = devices
                 now = self.clock()
                 finished, expired = [], []
                 for name, info in in_flight.items():
@@ -374,7 +408,9 @@ class SmokeRun:
                 for (name, _pod), result in zip(finished, outcomes):
                     results[in_flight.pop(name)["node"]] = result
                 if expired:
-                    events = self._scheduling_events() if any(p is not None for _n, p in expired) else {}
+                    live = any(p is not None for _n, p in expired)
+                    events = self._events("FailedScheduling") if live else {}
+                    prepared = self._events("FailedPrepareDynamicResources") if live and self.claims else {}
                     for name, pod in expired:
                         info = in_flight.pop(name)
                         if pod is None:
@@ -382,7 +418,11 @@ class SmokeRun:
                             continue
                         uid = meta_of(pod).get("uid")
                         status, reason, exit_code = classify(
-                            pod, self.expected_output, timed_out=True, schedule_event=events.get(uid)
+                            pod,
+                            self.expected_output,
+                            timed_out=True,
+                            schedule_event=events.get(uid),
+                            node_event=prepared.get(uid),
                         )
                         if status == "failed":
                             reason = "%s after %ds" % (reason, self.timeout)
@@ -416,11 +456,13 @@ class SmokeRun:
             "duration": round(now - info["started"], 3),
             "exit_code": exit_code,
             "resources": info["gpus"],
+            "devices": info.get("devices"),
             "logs": logs,
         }
 
     def cleanup(self):
-        """Delete every pod of this run and wait (bounded) until they are gone; names left go to ``leftovers``."""
+        """Delete every pod of this run and wait (bounded) until they are gone; then, in claim mode, the template
+        (and the label the run set) and wait for the claims; names left go to ``leftovers``."""
         try:
             remaining = self._list(run_selector(self.run_id))
             live = [name_of(p) for p in remaining if not meta_of(p).get("deletionTimestamp")]
@@ -430,6 +472,8 @@ class SmokeRun:
                 self.sleep(min(self.poll_interval, 1.0))
                 remaining = self._list(run_selector(self.run_id))
             self.leftovers = sorted(name_of(p) for p in remaining)
+            if self.claims:
+                self.leftovers += self.claims.cleanup(self.clock, self.sleep, max(deadline - self.clock(), 1.0))
         except Exception:  # noqa: BLE001 - the run's own error matters more; the next run's sweep catches these
             self.leftovers = ["(cleanup failed; the next run sweeps label %s)" % sweep_selector()]
         return self.leftovers

@@ -15,8 +15,17 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.smok
     classify,
     pod_name,
     pod_spec,
+    run_labels,
+    run_selector,
     select_nodes,
     summarize,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.smoke_claims import (
+    ClaimSetup,
+    allocated_devices,
+    claim_template,
+    selectors,
+    use_claim,
 )
 
 
@@ -122,11 +131,15 @@ class Resp:
 class FakeCluster:
     """Pods advance one phase per LIST: Pending -> Running -> the node's behaviour."""
 
-    def __init__(self, behaviour, leftovers=()):
+    def __init__(self, behaviour, leftovers=(), dra=False, namespace_labels=None):
         self.behaviour = behaviour  # node -> passed | failed | unschedulable | hang
         self.pods = {}
         self.calls = []
         self.max_in_flight = 0
+        self.dra = dra  # serves resource.k8s.io/v1 (else 404), with a resource-claim controller
+        self.templates, self.claims = {}, {}
+        self.namespace = {"metadata": {"name": "default", "labels": dict(namespace_labels or {}), "annotations": {}}}
+        self.label_history = []  # the admin-access label after each namespace PATCH
         for name in leftovers:
             self.pods[name] = {
                 "metadata": {
@@ -166,10 +179,22 @@ class FakeCluster:
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
         self.calls.append((method, parts.path))
         path = parts.path
+        if path.startswith("/apis/resource.k8s.io/") or path == "/api/v1/namespaces/default":
+            return self._dra(method, path, query, body)
         if method == "GET" and path == "/api/v1/nodes":
             return Resp(200, {"items": [gpu_node(n) for n in sorted(self.behaviour)], "metadata": {}})
         if method == "POST":
             pod = json.loads(body)
+            for entry in pod["spec"].get("resourceClaims") or []:  # the resource-claim controller
+                template = self.templates[entry["resourceClaimTemplateName"]]
+                self.claims[pod["metadata"]["name"] + "-gpu"] = {
+                    "metadata": {
+                        "name": pod["metadata"]["name"] + "-gpu",
+                        "labels": template["spec"]["metadata"]["labels"],
+                        "ownerReferences": [{"kind": "Pod", "name": pod["metadata"]["name"]}],
+                    },
+                    "status": {"allocation": {"devices": {"results": [{"pool": "p", "device": "gpu-0"}]}}},
+                }
             pod["metadata"]["uid"] = pod["metadata"]["name"]
             pod["status"] = {}
             self.pods[pod["metadata"]["name"]] = pod
@@ -177,6 +202,7 @@ class FakeCluster:
             return Resp(201, pod)
         if method == "DELETE":
             name = path.rsplit("/", 1)[1]
+            self.claims.pop(name + "-gpu", None)
             return Resp(200, {}) if self.pods.pop(name, None) else Resp(404, {"message": "not found"})
         if path.endswith("/log"):
             return Resp(200, b"Test PASSED\n", raw=True)
@@ -197,6 +223,35 @@ class FakeCluster:
             items = [p for p in self.pods.values() if all(p["metadata"]["labels"].get(k) == v for k, v in want.items())]
             return Resp(200, {"items": json.loads(json.dumps(items)), "metadata": {}})
         raise AssertionError("unexpected %s %s" % (method, url))
+
+    def _dra(self, method, path, query, body):
+        if not self.dra:
+            return Resp(404, {"message": "the server could not find the requested resource"})
+        if path == "/api/v1/namespaces/default":
+            if method == "PATCH":
+                patch = json.loads(body)["metadata"]
+                for key in ("labels", "annotations"):
+                    target = self.namespace["metadata"][key]
+                    for k, v in patch.get(key, {}).items():
+                        if v is None:
+                            target.pop(k, None)
+                        else:
+                            target[k] = v
+                self.label_history.append(
+                    self.namespace["metadata"]["labels"].get("resource.kubernetes.io/admin-access")
+                )
+            return Resp(200, self.namespace)
+        store = self.templates if "/resourceclaimtemplates" in path else self.claims
+        if method == "POST":
+            template = json.loads(body)
+            assert not self.pods, "the template exists before the first pod"
+            self.templates[template["metadata"]["name"]] = template
+            return Resp(201, template)
+        if method == "DELETE":
+            return Resp(200, {}) if store.pop(path.rsplit("/", 1)[1], None) else Resp(404, {"message": "gone"})
+        want = dict(kv.split("=") for kv in query["labelSelector"].split(","))
+        items = [o for o in store.values() if all(o["metadata"]["labels"].get(k) == v for k, v in want.items())]
+        return Resp(200, {"items": json.loads(json.dumps(items)), "metadata": {}})
 
 
 class Clock:
@@ -281,3 +336,120 @@ def test_cleanup_runs_when_the_run_is_interrupted():
     with pytest.raises(KeyboardInterrupt):
         run.run(nodes)
     assert cluster.pods == {}
+
+
+def test_a_cluster_without_dra_is_swept_of_pods_only():
+    cluster = FakeCluster({}, leftovers=["gpuops-smoke-old-a"])
+    run, _client = make_run(cluster)
+    assert run.sweep() == ["gpuops-smoke-old-a"]
+    assert ("GET", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates") in cluster.calls
+
+
+# ------------------------------------------------------------------------------------------ claim mode
+
+
+def test_a_claim_template_asks_for_a_count_or_all_with_cel_selectors_and_admin_access():
+    labels = run_labels("r1")
+    cel = selectors("gpu.nvidia.com", product="NVIDIA H100 80GB HBM3", mig_profile="1g.10gb", cel=["true"])
+    template = claim_template("r1", labels, "mig.nvidia.com", "all", cel, admin_access=True)
+    assert template["metadata"] == {"name": "gpuops-smoke-r1", "labels": labels}
+    assert template["spec"]["metadata"]["labels"] == labels  # the claims made from it carry the run's labels
+    (request,) = template["spec"]["spec"]["devices"]["requests"]
+    assert request["name"] == "gpu"
+    assert request["exactly"] == {
+        "deviceClassName": "mig.nvidia.com",
+        "allocationMode": "All",
+        "adminAccess": True,
+        "selectors": [
+            {"cel": {"expression": "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3'"}},
+            {"cel": {"expression": "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"}},
+            {"cel": {"expression": "true"}},
+        ],
+    }
+    assert claim_template("r1", labels, "gpu.nvidia.com", 2)["spec"]["spec"]["devices"]["requests"][0]["exactly"] == {
+        "deviceClassName": "gpu.nvidia.com",
+        "count": 2,
+    }
+
+
+def test_quotes_in_a_selected_product_are_escaped_for_cel():
+    assert selectors(product="it's") == ["device.attributes['gpu.nvidia.com'].productName == 'it\\'s'"]
+
+
+def test_a_claim_pod_references_the_template_and_requests_no_extended_resource():
+    template = claim_template("r1", run_labels("r1"), "gpu.nvidia.com")
+    pod = use_claim(pod_spec("r1", gpu_node("a"), "img"), template)
+    assert pod["spec"]["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": "gpuops-smoke-r1"}]
+    assert pod["spec"]["containers"][0]["resources"] == {"claims": [{"name": "gpu"}]}
+    assert "nodeAffinity" in pod["spec"]["affinity"]  # still pinned to its node
+
+
+def test_the_devices_of_a_claim_are_read_from_its_allocation():
+    claim = {
+        "metadata": {"name": "c", "ownerReferences": [{"kind": "Pod", "name": "p"}]},
+        "status": {"allocation": {"devices": {"results": [{"pool": "n0", "device": "gpu-3"}]}}},
+    }
+    assert allocated_devices([claim, {"metadata": {"name": "pending"}}]) == {"p": ["n0/gpu-3"]}
+
+
+def claim_run(cluster, admin=False, **kwargs):
+    run, client = make_run(cluster, **kwargs)
+    template = claim_template("r1", run_labels("r1"), "gpu.nvidia.com", admin_access=admin)
+    run.claims = ClaimSetup(client, "default", template, run_selector("r1"))
+    run.make_pod = lambda run_id, node: use_claim(pod_spec(run_id, node, "img"), template)
+    return run, client
+
+
+def test_a_claim_run_reports_the_devices_and_leaves_no_template_or_claim_behind():
+    cluster = FakeCluster({"a": "passed", "b": "hang"}, dra=True)
+    run, client = claim_run(cluster, timeout=10)
+    results = run.run(select_nodes(client.list_core("nodes")))
+    assert results["a"]["status"] == "passed" and results["a"]["devices"] == ["p/gpu-0"]
+    assert results["a"]["resources"] == {"gpu.nvidia.com": "1"}
+    assert cluster.pods == {} and cluster.templates == {} and cluster.claims == {} and run.leftovers == []
+    assert cluster.label_history == []  # no admin access, the namespace is left alone
+
+
+def test_admin_access_labels_the_namespace_for_the_run_only():
+    cluster = FakeCluster({"a": "passed"}, dra=True)
+    run, client = claim_run(cluster, admin=True)
+    run.run(select_nodes(client.list_core("nodes")))
+    assert cluster.label_history == ["true", None] and run.claims.labelled is True
+    assert cluster.namespace["metadata"]["annotations"] == {}
+
+
+def test_admin_access_in_a_namespace_already_labelled_leaves_the_label():
+    cluster = FakeCluster({"a": "passed"}, dra=True, namespace_labels={"resource.kubernetes.io/admin-access": "true"})
+    run, client = claim_run(cluster, admin=True)
+    run.run(select_nodes(client.list_core("nodes")))
+    assert cluster.label_history == [] and cluster.namespace["metadata"]["labels"]
+
+
+def test_the_sweep_removes_an_interrupted_claim_runs_template_and_label():
+    cluster = FakeCluster({}, dra=True)
+    cluster.templates["gpuops-smoke-old"] = claim_template("old", run_labels("old"), "gpu.nvidia.com")
+    cluster.namespace["metadata"]["labels"]["resource.kubernetes.io/admin-access"] = "true"
+    cluster.namespace["metadata"]["annotations"]["gpuops.io/smoke-test-admin-access"] = "gpuops-smoke-old"
+    run, _client = make_run(cluster)
+    assert run.sweep() == [
+        "resourceclaimtemplate/gpuops-smoke-old",
+        "namespace/default label resource.kubernetes.io/admin-access",
+    ]
+    assert cluster.templates == {} and cluster.namespace["metadata"]["labels"] == {}
+
+
+def test_a_scheduled_claim_pod_that_never_starts_carries_the_kubelets_message():
+    pod = {
+        "spec": {"nodeName": "n"},
+        "status": {
+            "phase": "Pending",
+            "containerStatuses": [{"name": "smoke", "state": {"waiting": {"reason": "ContainerCreating"}}}],
+        },
+    }
+    message = (
+        "Failed to prepare dynamic resources: prepare dynamic resources: DRA driver gpu.nvidia.com is not registered"
+    )
+    assert classify(pod, timed_out=True, node_event=message)[:2] == (
+        "pending",
+        "scheduled but the container did not start (ContainerCreating; %s)" % message,
+    )

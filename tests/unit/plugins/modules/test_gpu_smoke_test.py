@@ -59,6 +59,8 @@ def test_check_mode_plans_one_pod_per_gpu_node_and_only_reads(monkeypatch):
         ({"poll_interval": 0}, "poll_interval must be greater than 0"),
         ({"nodes": ["nope"]}, "nodes nope are not in the cluster"),
         ({"sample": 1, "percent": 10}, "mutually exclusive"),
+        ({"admin_access": True}, "admin_access only apply to allocation=claim; set allocation: claim"),
+        ({"product": "x", "mig_profile": "1g.10gb"}, "product, mig_profile only apply to allocation=claim"),
     ],
 )
 def test_bad_input_fails_naming_it(monkeypatch, args, message):
@@ -72,3 +74,30 @@ def test_the_argument_spec_keeps_the_shared_kubeconfig_options():
     spec = gpu_smoke_test.argspec()
     assert set(KUBECONFIG_ARG_SPEC) <= set(spec)
     assert spec["gpus"]["default"] == "1" and spec["mode"]["default"] == "vectoradd"
+
+
+def test_check_mode_in_claim_mode_plans_the_template_and_the_namespace_label_and_only_reads(monkeypatch):
+    server = ReadOnlyServer()
+    res = run_module(
+        server, monkeypatch, check=True, allocation="claim", admin_access=True, gpus="all", mig_profile="1g.10gb"
+    )
+    assert res["_kind"] == "exit" and res["changed"] is False
+    template = res["claim_template"]
+    assert template["metadata"]["name"] == "gpuops-smoke-%s" % res["run_id"]
+    assert template["spec"]["spec"]["devices"]["requests"][0]["exactly"] == {
+        "deviceClassName": "mig.nvidia.com",
+        "allocationMode": "All",
+        "adminAccess": True,
+        "selectors": [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"}}],
+    }
+    assert [(p["node"], p["resources"]) for p in res["planned"]] == [
+        ("g0", {"mig.nvidia.com": "all"}),
+        ("g1", {"mig.nvidia.com": "all"}),
+    ]
+    assert res["namespace_labelled"] is True  # "default" has no admin-access label: the run would add it
+    assert {m for m, _p in server.calls} == {"GET"}
+
+
+def test_in_resource_mode_there_is_no_template(monkeypatch):
+    res = run_module(ReadOnlyServer(), monkeypatch, check=True)
+    assert res["claim_template"] is None and res["namespace_labelled"] is False
