@@ -66,6 +66,9 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.valu
     effective_values,
 )
 
+#: What a written release is, per plan action, in the not-ready message.
+DONE = {"install": "installed", "upgrade": "upgraded", "update": "updated", "crds": "unchanged"}
+
 
 class OperatorRelease:
     """One run of the module: ``helm`` is a ``_clients.helm.Helm``, ``kube`` a ``_clients.k8s.K8sClient``.
@@ -251,7 +254,7 @@ class OperatorRelease:
                 raise ReleaseError(
                     "the release is %s but ClusterPolicy is not ready after %ss (state %s): %s"
                     % (
-                        plan["action"] + "ed" if plan["action"] != "crds" else "unchanged",
+                        DONE[plan["action"]],
                         self.p.ready_timeout,
                         ready["state"],
                         not_ready_summary(ready),

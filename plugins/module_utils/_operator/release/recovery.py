@@ -85,9 +85,15 @@ class Recovery:
 
     def _unwritten(self, exc):
         running = deployed_revision(self.before)
-        state = "%s is still deployed" % _describe(running) if running else "no release was created"
+        if running:
+            state = "the release is unchanged and %s is still deployed" % _describe(running)
+        elif self.before:
+            last = max(self.before, key=lambda h: h.get("revision") or 0)
+            state = "the release is unchanged at revision %d (%s)" % (last["revision"], last.get("status"))
+        else:
+            state = "no release was created"
         crds = ". The CRDs applied before it stay: %s" % ", ".join(self.crds_changed) if self.crds_changed else ""
-        return "%s failed before helm wrote a release revision, so the release is unchanged and %s: %s%s" % (
+        return "%s failed before helm wrote a release revision, so %s: %s%s" % (
             self.what,
             state,
             exc.msg,
