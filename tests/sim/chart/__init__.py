@@ -6,7 +6,9 @@ Project-written from shared/reference/gpu-operator.md; never NVIDIA's chart. Sou
 - gpu-operator/_common/templates/: templates shared by every version (version-specific bits are gated on
   values or .Chart.Version);
 - crds.py: the ClusterPolicy/NVIDIADriver (from v26.7.1 also GPUCluster) CRD schemas, per version (fields are
-  added between versions).
+  added between versions), the 26.7 line's ComputeDomain CRDs and the NFD subchart's CRDs;
+- node-feature-discovery/: the NFD subchart (values, values.schema.json, templates), assembled into charts/ with
+  the version the parent's Chart.yaml declares for it (condition nfd.enabled), as the real chart ships it.
 
 `assemble(version, dest)` writes a complete chart directory; `build_repo(out_dir)` packages every version
 and writes index.yaml there (the test bed serves it over HTTP on loopback).
@@ -25,6 +27,8 @@ import yaml
 from . import crds
 
 CHART_SRC = Path(__file__).resolve().parent / "gpu-operator"
+NFD_SRC = Path(__file__).resolve().parent / "node-feature-discovery"
+NFD = "node-feature-discovery"
 VERSIONS = crds.VERSIONS
 LATEST = VERSIONS[-1]
 
@@ -59,12 +63,43 @@ def assemble(version: str, dest: Path | str) -> Path:
             "# Project-written stand-in CRD (tests/sim/chart/crds.py); not NVIDIA's file.\n"
             + yaml.safe_dump(doc, sort_keys=False)
         )
+    nfd_version = nfd_chart_version(version)
+    sub = out / "charts" / NFD
+    shutil.copytree(NFD_SRC, sub)
+    meta = {
+        "apiVersion": "v2",
+        "name": NFD,
+        "description": "Project-written stand-in for the node-feature-discovery chart (a gpu-operator subchart).",
+        "type": "application",
+        "version": nfd_version,
+        "appVersion": "v" + nfd_version.lstrip("v"),
+    }
+    (sub / "Chart.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
+    (sub / "crds").mkdir()
+    (sub / "crds" / "nfd-api-crds.yaml").write_text(
+        "# Project-written stand-in NFD CRDs (tests/sim/chart/crds.py); not the NFD project's file.\n"
+        + yaml.safe_dump_all(nfd_crd_documents(version), sort_keys=False)
+    )
     return out
 
 
+def nfd_chart_version(version: str) -> str:
+    """The node-feature-discovery subchart version chart `version` declares in its Chart.yaml dependencies."""
+    meta = yaml.safe_load((CHART_SRC / version / "Chart.yaml").read_text())
+    deps = [d for d in meta.get("dependencies") or [] if d.get("name") == NFD]
+    if not deps:
+        raise ValueError(f"gpu-operator/{version}/Chart.yaml declares no {NFD} dependency (condition nfd.enabled)")
+    return str(deps[0]["version"])
+
+
 def crd_documents(version: str) -> list[dict]:
-    """The CRD objects that chart `version` ships (for tests that apply CRDs before an upgrade)."""
+    """The CRD objects that chart `version` ships in its own crds/ (for tests that apply CRDs before an upgrade)."""
     return list(crds.all_crds(version).values())
+
+
+def nfd_crd_documents(version: str) -> list[dict]:
+    """The CRD objects of chart `version`'s NFD subchart (installed only with nfd.enabled)."""
+    return crds.nfd_crds(nfd_chart_version(version))
 
 
 def build_repo(out_dir: str | os.PathLike) -> None:
@@ -88,4 +123,4 @@ def build_repo(out_dir: str | os.PathLike) -> None:
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-__all__ = ["VERSIONS", "LATEST", "assemble", "build_repo", "crd_documents"]
+__all__ = ["VERSIONS", "LATEST", "assemble", "build_repo", "crd_documents", "nfd_crd_documents"]

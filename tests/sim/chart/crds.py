@@ -8,6 +8,14 @@ upgrade (reference §8, §14 item 9). Fields added between versions, so CRD-upgr
 - v26.3.3: ClusterPolicy `spec.sandboxWorkloads.mode` (kubevirt|kata).
 - v26.7.0: NVIDIADriver `spec.default` and `spec.upgradePolicy`; the `Default` print column.
 - v26.7.1: the `GPUCluster` CRD (nvidia.com/v1alpha1, short name `gc`), the DRA resource-management model.
+
+What the operator reports having observed, per version (the module's readiness wait reads whichever is there):
+v25.10.1 carries no observedGeneration at all, v26.3.3 the conditions' `observedGeneration`, the 26.7 line also
+`status.observedGeneration`.
+
+The 26.7 line also ships the DRA driver's `ComputeDomain` and `ComputeDomainClique` CRDs (resource.nvidia.com,
+namespaced), applied with the chart "including when ComputeDomain support is disabled" (reference §8).
+`nfd_crds()`: the NFD subchart's CRDs (nfd.k8s-sigs.io), one multi-document file as NFD ships them.
 """
 
 from __future__ import annotations
@@ -95,6 +103,18 @@ CONDITIONS = arr(
 )
 
 
+def status_schema(version: str, states: list[str]) -> dict:
+    """The status of ClusterPolicy and NVIDIADriver: `state`, `namespace`, `conditions` (with `observedGeneration`
+    from v26.3.3) and, from v26.7.0, `observedGeneration`."""
+    conditions = copy.deepcopy(CONDITIONS)
+    if _vkey(version) < (26, 3, 3):
+        del conditions["items"]["properties"]["observedGeneration"]
+    props = {"state": {"type": "string", "enum": states}, "namespace": S, "conditions": conditions}
+    if _vkey(version) >= (26, 7, 0):
+        props["observedGeneration"] = {"type": "integer", "format": "int64"}
+    return obj(props)
+
+
 def clusterpolicy_schema(version: str) -> dict:
     sandbox = {"enabled": B, "defaultWorkload": {"type": "string", "enum": ["container", "vm-passthrough", "vm-vgpu"]}}
     if _vkey(version) >= (26, 3, 3):
@@ -165,13 +185,7 @@ def clusterpolicy_schema(version: str) -> dict:
             "ccManager": component(defaultMode=S),
         }
     )
-    status = obj(
-        {
-            "state": {"type": "string", "enum": ["ignored", "ready", "notReady"]},
-            "namespace": S,
-            "conditions": CONDITIONS,
-        }
-    )
+    status = status_schema(version, ["ignored", "ready", "notReady"])
     return obj({"apiVersion": S, "kind": S, "metadata": {"type": "object"}, "spec": spec, "status": status})
 
 
@@ -224,13 +238,7 @@ def nvidiadriver_schema(version: str) -> dict:
     spec = obj(props, required=["driverType"])
     if validations:
         spec["x-kubernetes-validations"] = validations
-    status = obj(
-        {
-            "state": {"type": "string", "enum": ["ignored", "ready", "notReady", "disabled"]},
-            "namespace": S,
-            "conditions": CONDITIONS,
-        }
-    )
+    status = status_schema(version, ["ignored", "ready", "notReady", "disabled"])
     return obj({"apiVersion": S, "kind": S, "metadata": {"type": "object"}, "spec": spec, "status": status})
 
 
@@ -244,6 +252,7 @@ def crd(
     schema: dict,
     columns: list[dict],
     chart_version: str,
+    scope: str = "Cluster",
 ) -> dict:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
@@ -258,7 +267,7 @@ def crd(
                 "singular": singular,
                 **({"shortNames": short} if short else {}),
             },
-            "scope": "Cluster",
+            "scope": scope,
             "versions": [
                 {
                     "name": version,
@@ -377,6 +386,74 @@ def gpucluster_crd(chart_version: str) -> dict:
     )
 
 
+def computedomain_crds(chart_version: str) -> dict[str, dict]:
+    """The DRA driver's ComputeDomain (a set of nodes sharing an IMEX domain) and ComputeDomainClique (the daemons of
+    one NVLink clique), namespaced, resource.nvidia.com/v1beta1; file name → CRD."""
+    daemon = obj({"nodeName": S, "ipAddress": S, "cliqueID": S, "index": INT, "status": S})
+    domain = obj(
+        {
+            "apiVersion": S,
+            "kind": S,
+            "metadata": {"type": "object"},
+            "spec": obj(
+                {
+                    "numNodes": {"type": "integer", "minimum": 0},
+                    "channel": obj(
+                        {
+                            "resourceClaimTemplate": obj({"name": S}, required=["name"]),
+                            "allocationMode": {"type": "string", "enum": ["Single", "All"]},
+                        }
+                    ),
+                },
+                required=["numNodes"],
+            ),
+            "status": obj({"status": {"type": "string", "enum": ["Ready", "NotReady"]}, "nodes": arr(daemon)}),
+        }
+    )
+    clique = obj({"apiVersion": S, "kind": S, "metadata": {"type": "object"}, "daemons": arr(daemon)})
+    status_col = [{"name": "Status", "type": "string", "jsonPath": ".status.status"}]
+    out = {}
+    for kind, sch, cols in (("ComputeDomain", domain, status_col), ("ComputeDomainClique", clique, [])):
+        plural = kind.lower() + "s"
+        doc = crd(
+            "resource.nvidia.com", "v1beta1", kind, plural, kind.lower(), [], sch, cols, chart_version, "Namespaced"
+        )
+        out["resource.nvidia.com_%s.yaml" % plural] = _status_only_if_in_schema(doc)
+    return out
+
+
+def _status_only_if_in_schema(doc: dict) -> dict:
+    """Drop the status subresource of a CRD whose schema has no `status` (crd() always adds one)."""
+    version = doc["spec"]["versions"][0]
+    if "status" not in version["schema"]["openAPIV3Schema"]["properties"]:
+        del version["subresources"]
+    return doc
+
+
+def nfd_crds(nfd_version: str) -> list[dict]:
+    """NodeFeature (features one node reports), NodeFeatureRule (cluster-wide labelling rules) and NodeFeatureGroup
+    (nodes matching rules), nfd.k8s-sigs.io/v1alpha1: the NFD subchart's CRDs, the same schemas for every NFD version
+    the stand-in ships. Not operator CRDs: with nfd.enabled=false they belong to the cluster's own NFD."""
+    features = obj({"features": FREE, "labels": STR_MAP})
+    rules = obj({"rules": arr(obj({"name": S, "labels": STR_MAP, "matchFeatures": arr(FREE)}, required=["name"]))})
+    group_spec = obj({"featureGroupRules": arr(obj({"name": S, "matchFeatures": arr(FREE)}, required=["name"]))})
+    group_status = obj({"nodes": arr(obj({"name": S}))})
+
+    def schema(spec, status=None):
+        props = {"apiVersion": S, "kind": S, "metadata": {"type": "object"}, "spec": spec}
+        return obj(dict(props, **({"status": status} if status else {})))
+
+    def one(kind, plural, short, sch, scope):
+        doc = crd("nfd.k8s-sigs.io", "v1alpha1", kind, plural, kind.lower(), short, sch, [], nfd_version, scope)
+        return _status_only_if_in_schema(doc)
+
+    return [
+        one("NodeFeature", "nodefeatures", [], schema(features), "Namespaced"),
+        one("NodeFeatureGroup", "nodefeaturegroups", ["nfg"], schema(group_spec, group_status), "Namespaced"),
+        one("NodeFeatureRule", "nodefeaturerules", ["nfr"], schema(rules), "Cluster"),
+    ]
+
+
 def all_crds(chart_version: str) -> dict[str, dict]:
     """File name under crds/ → CRD object."""
     out = {
@@ -385,4 +462,6 @@ def all_crds(chart_version: str) -> dict[str, dict]:
     }
     if _vkey(chart_version) >= (26, 7, 1):
         out["nvidia.com_gpuclusters.yaml"] = gpucluster_crd(chart_version)
+    if _vkey(chart_version) >= (26, 7, 0):
+        out.update(computedomain_crds(chart_version))
     return out

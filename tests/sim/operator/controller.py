@@ -23,6 +23,9 @@ MANAGED = "sim.gpuops.io/managed"
 HASH = "sim.gpuops.io/spec-hash"
 # kwok stages that (re)mark nodes Ready must skip nodes carrying this label (tests/sim/kwok_stages)
 NNR_LABEL = "sim.gpuops.io/node-not-ready"
+# A fault on the ClusterPolicy (sim.gpuops.io/fault): the operator lags, leaving a new generation unobserved (no pass
+# runs for it, so status and operands stay as they were) until the annotation goes.
+LAG_FAULT = "observed-generation-lag"
 
 
 def now_iso() -> str:
@@ -59,6 +62,7 @@ class Controller:
         self.events_sent: set = set()
         self.mig_pending_since: dict[str, float] = {}
         self.last_node_not_ready: dict[str, float] = {}
+        self.observed: dict[tuple, int] = {}  # (plural, uid) → generation last written as observedGeneration
         self.passes = 0
         self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="patch")
         self.lock = threading.Lock()
@@ -114,6 +118,8 @@ class Controller:
         if not cps:
             return
         cp = cps[0]
+        if LAG_FAULT in L.faults(cp) and self._observed_generation("clusterpolicies", cp) != generation(cp):
+            return
         for extra in cps[1:]:
             self._set_status(
                 "clusterpolicies",
@@ -748,23 +754,39 @@ class Controller:
         except ApiException as exc:
             log.warning("patch node status %s: %s", L.name(node), exc.reason)
 
+    def _observed_generation(self, plural, obj) -> int | None:
+        """The generation this operator last reported observing (kept here too: a CRD without the field prunes it)."""
+        status = obj.get("status") or {}
+        ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
+        return (
+            self.observed.get((plural, obj["metadata"].get("uid")))
+            or status.get("observedGeneration")
+            or (ready[0].get("observedGeneration") if ready else None)
+        )
+
     def _set_status(self, plural, version, obj, state, reason, msg, namespace=None, ready_override=None) -> None:
+        """Write state, conditions and the generation they are for (status.observedGeneration and each condition's;
+        the API server prunes whichever the object's CRD does not carry)."""
         old = obj.get("status") or {}
+        gen = generation(obj)
         conds = L.condition_set(state, reason, msg, now_iso(), old.get("conditions"))
         if ready_override is False:
             conds = old.get("conditions") or []
-        new = {"state": state, "conditions": conds}
+        conds = [dict(c, observedGeneration=gen) for c in conds]
+        new = {"state": state, "conditions": conds, "observedGeneration": gen}
         if namespace:
             new["namespace"] = namespace
         if (
             old.get("state") == state
             and strip_times(old.get("conditions")) == strip_times(conds)
             and (not namespace or old.get("namespace") == namespace)
+            and self._observed_generation(plural, obj) == gen
         ):
             return
         try:
             retry(self.custom.patch_cluster_custom_object_status, GROUP, version, plural, L.name(obj), {"status": new})
-            log.info("%s/%s status: %s (%s)", plural, L.name(obj), state, reason)
+            self.observed[(plural, obj["metadata"].get("uid"))] = gen
+            log.info("%s/%s status: %s (%s), generation %s", plural, L.name(obj), state, reason, gen)
         except ApiException as exc:
             log.warning("status %s/%s: %s", plural, L.name(obj), exc.reason)
 
@@ -809,7 +831,12 @@ class Controller:
 
 
 def strip_times(conds):
-    return [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in conds or []]
+    """Conditions without what says when (lastTransitionTime) and for which generation (observedGeneration)."""
+    return [{k: v for k, v in c.items() if k not in ("lastTransitionTime", "observedGeneration")} for c in conds or []]
+
+
+def generation(obj: dict) -> int | None:
+    return obj["metadata"].get("generation")
 
 
 def owner_ref(cp: dict) -> dict:
