@@ -5,11 +5,8 @@ See operator_install_helpers.py for how the automation runs (ansible-playbook, l
 
 from __future__ import annotations
 
-import site
-from pathlib import Path
-
 import pytest
-from operator_install_helpers import PLAYBOOK, REPO_ROOT, Bed
+from operator_install_helpers import module_bed
 
 from tests.integration import simop_helpers
 from tests.sim import testbed as tb
@@ -27,16 +24,7 @@ def simulated_operator(testbed, tmp_path_factory):
 @pytest.fixture(scope="module")
 def bed(testbed, simulated_operator, tmp_path_factory):
     """A clean slate (no release, no operator CRDs) at the start and the end of each test module."""
-    work = tmp_path_factory.mktemp("operator-install")
-    link = work / "collections" / "ansible_collections" / "gpuops" / "gpu_operator"
-    link.parent.mkdir(parents=True)
-    link.symlink_to(REPO_ROOT)
-    # the role uses kubernetes.core (from the `ansible` package in this virtualenv)
-    core = [Path(p) / "ansible_collections" / "kubernetes" / "core" for p in site.getsitepackages()][0]
-    (link.parent.parent / "kubernetes").mkdir()
-    (link.parent.parent / "kubernetes" / "core").symlink_to(core)
-    (work / "play.yml").write_text(PLAYBOOK)
-    b = Bed(testbed, work)
+    b = module_bed(testbed, tmp_path_factory.mktemp("operator-install"))
     b.clean_slate()
     try:
         yield b

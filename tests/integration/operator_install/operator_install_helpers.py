@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import site
 import subprocess
 import sys
 import time
@@ -40,6 +41,19 @@ PLAYBOOK = """
       check_mode: false
       diff: false
 """
+
+
+def module_bed(testbed, work: Path) -> "Bed":
+    """A Bed whose ansible-playbook runs see this checkout as gpuops.gpu_operator and the virtualenv's kubernetes.core
+    (the role uses it), with the playbook in ``work``."""
+    link = work / "collections" / "ansible_collections" / "gpuops" / "gpu_operator"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(REPO_ROOT)
+    core = [Path(p) / "ansible_collections" / "kubernetes" / "core" for p in site.getsitepackages()][0]
+    (link.parent.parent / "kubernetes").mkdir()
+    (link.parent.parent / "kubernetes" / "core").symlink_to(core)
+    (work / "play.yml").write_text(PLAYBOOK)
+    return Bed(testbed, work)
 
 
 class Bed:
