@@ -17,7 +17,9 @@ description:
     (C(plugins/module_utils/_operator/compat_data.py), every row citing its source).
   - "O(kind=release): for each term (an operator version such as V(v26.7.0) or V(25.10)), the release row:
     C(kubernetes) and C(containerd) ranges, C(os), C(default_driver), C(chart_default_driver), C(drivers),
-    C(recommended_drivers), C(source) and more."
+    C(recommended_drivers), C(driver_branches) (the branches a preinstalled driver may be on, each with its
+    C(minimum), C(designation), C(long_term) and the release's C(drivers) on it), C(latest_patch) where known,
+    C(source) and more."
   - "O(kind=cuda): for each term (a CUDA V(major.minor)), the minimum driver."
   - "O(kind=kernel_module): for each term (a GPU architecture), C(module) (V(open), V(proprietary) or V(any)),
     C(required) and C(source)."

@@ -54,6 +54,7 @@ def release(operator_version):
     row = copy.deepcopy(data.RELEASES[key])
     row["release"] = key
     row["data_version"] = data.DATA_VERSION
+    row["driver_branches"] = driver_branches(key)
     return row
 
 
@@ -101,6 +102,39 @@ def driver_supported(operator_version, driver_version):
     return False
 
 
+def driver_branch(driver_version):
+    """``"580.159.04"`` -> ``"580"``; None when it is not a version."""
+    parts = version_tuple(driver_version)
+    return str(parts[0]) if parts else None
+
+
+def driver_branches(operator_version):
+    """The branches a release supports for a preinstalled driver: branch -> ``{drivers, minimum, designation,
+    long_term}``. ``drivers`` are the release's driver containers on the branch (newest first); ``minimum`` is the
+    earliest driver of the branch that this release or an earlier one lists; ``designation`` comes from
+    ``DRIVER_BRANCHES`` (None when NVIDIA's page does not designate the branch)."""
+    releases = known_releases()
+    earlier = releases[: releases.index(release_key(operator_version)) + 1]
+    out = {}
+    for listed in supported_drivers(operator_version):
+        out.setdefault(driver_branch(listed), {"drivers": []})["drivers"].append(listed)
+    for branch, row in out.items():
+        seen = [v for key in earlier for v in supported_drivers(key) if driver_branch(v) == branch]
+        row["minimum"] = min(seen, key=version_tuple)
+        row["designation"] = data.DRIVER_BRANCHES.get(branch, {}).get("designation")
+        row["long_term"] = row["designation"] == "long-term support"
+    return out
+
+
+def nearest_driver(operator_version, driver_version):
+    """The release's driver container nearest ``driver_version``: the newest on its branch, else the newest on the
+    nearest supported branch (the newer one of two as near)."""
+    branches = driver_branches(operator_version)
+    major = int(driver_branch(driver_version) or 0)
+    branch = min(branches, key=lambda b: (abs(int(b) - major), -int(b)))
+    return branches[branch]["drivers"][0]
+
+
 def driver_at_least(driver_version, minimum):
     """``"580.65.06" >= "580"`` is True: a bare branch minimum means any driver of that branch or later."""
     dv = version_tuple(driver_version)
@@ -139,6 +173,7 @@ def matrix():
     return {
         "data_version": data.DATA_VERSION,
         "releases": copy.deepcopy(data.RELEASES),
+        "driver_branches": copy.deepcopy(data.DRIVER_BRANCHES),
         "cuda_drivers": copy.deepcopy(data.CUDA_DRIVERS),
         "arch_kernel_module": copy.deepcopy(data.ARCH_KERNEL_MODULE),
         "kernel_module_type_auto_min_driver": copy.deepcopy(data.KERNEL_MODULE_TYPE_AUTO_MIN_DRIVER),

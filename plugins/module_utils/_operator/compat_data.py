@@ -19,14 +19,15 @@ Every row carries ``source``: the document it was read from. The collection's re
 added, add a row here, cite it, bump ``DATA_VERSION`` and extend ``tests/unit/plugins/module_utils/test_compat.py``.
 
 Ranges are inclusive ``[low, high]`` over ``major.minor``. Driver entries are full versions or bare branches
-(``"570"`` = any 570.x), exactly as the life-cycle page lists them.
+(``"570"`` = any 570.x), exactly as the life-cycle page lists them: the operator's driver containers. A
+preinstalled driver is judged by its branch instead (``compat.driver_branches``).
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-DATA_VERSION = "2026.12.1"
+DATA_VERSION = "2026.12.2"
 
 _PS = "NVIDIA/cloud-native-docs:gpu-operator/platform-support.rst at the %s docs commit (gpu-operator.md s11)"
 _LC = 'NVIDIA/cloud-native-docs:gpu-operator/life-cycle-policy.rst "Component Matrix" %s (gpu-operator.md s11)'
@@ -138,8 +139,9 @@ RELEASES = {
     },
     "26.7": {
         # The matrix cell reads "1.32/1.33-1.36": 1.32 for upstream Kubernetes, 1.33 for the managed services
-        # listed beside it. Upstream is what this row describes, so the lower bound is 1.32.
-        "kubernetes": ["1.32", "1.36"],
+        # listed beside it. Upstream is what this row describes, so the lower bound is 1.32. 1.37 was added to the
+        # list after the release (operator-26-and-dra.md, "Operator releases").
+        "kubernetes": ["1.32", "1.37"],
         "os": {
             "ubuntu": ["22.04", "24.04", "26.04"],
             "rhel": ["8.8", "8.10", "9.2", "9.4", "9.6", "9.7", "9.8", "10.0", "10.1", "10.2"],
@@ -154,18 +156,36 @@ RELEASES = {
         "recommended_drivers": ["595.91.07"],
         "drivers": ["610.57.04", "580.173.02", "535.309.01"],
         "chart_default_driver": {"tag": "v26.7.0", "version": "595.91.07"},
+        "latest_patch": "26.7.1",
         "kernel_module_type_option": True,
         "service_monitor_default": True,
         "service_monitor_without_crd": "skipped",
         "source": {
-            "support": _PS % "v26.7",
+            "support": _PS % "v26.7" + "; Kubernetes 1.37 added after release (operator-26-and-dra.md)",
             "drivers": _LC % "26.7.0",
+            "latest_patch": "v26.7.1 reported 2026-10 (operator-26-and-dra.md, \"Operator releases\")",
             "chart_default_driver": _VALUES % "v26.7.0",
             "kernel_module_type_option": "values.yaml@v26.7.0 driver.kernelModuleType: auto (gpu-operator.md s2)",
             "service_monitor": "values.yaml@v26.7.0 serviceMonitor.enabled: true; v26.7 skips a missing CRD"
             " gracefully (gpu-operator.md s2.1, s10)",
         },
     },
+}
+
+_BRANCHES = (
+    "docs.nvidia.com/datacenter/tesla/drivers/615/supported-drivers-and-cuda-toolkit-versions.html"
+    ' "CUDA and Drivers" (R535, R580, R595, R610); R570 from gpu-operator.md s11 "Branch lifecycle"'
+)
+
+#: Driver branch (the major) -> its designation on NVIDIA's data-center driver page. A branch not here is not
+#: designated there (the page lists long-term support and production branches, and the current new feature
+#: branch). The baseline judges a preinstalled driver by its branch (compat.driver_branches).
+DRIVER_BRANCHES = {
+    "535": {"designation": "long-term support", "source": _BRANCHES},
+    "570": {"designation": "production", "source": _BRANCHES},
+    "580": {"designation": "long-term support", "source": _BRANCHES},
+    "595": {"designation": "production", "source": _BRANCHES},
+    "610": {"designation": "new feature", "source": _BRANCHES},
 }
 
 _CUDA = "docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html (gpu-operator.md s11)"

@@ -71,7 +71,7 @@ def _preinstalled_present(ctx, opts):
     )
 
 
-@check("driver.host_supported", "host", "warn", "The host driver is one the target release lists")
+@check("driver.host_supported", "host", "warn", "The host driver is on a branch the target release supports")
 def _host_supported(ctx, opts):
     if operator_managed(opts):
         return na("driver policy is operator-managed (see driver.target_supported)")
@@ -80,7 +80,33 @@ def _host_supported(ctx, opts):
         return unknown(ctx, _DRIVER_UNKNOWN, DRIVER_SOURCE)
     if not version:
         return na("no host driver is loaded")
-    return _driver_listed(opts, "host driver", version, "Upgrade the host driver to a listed version")
+    operator, rel = opts["operator_version"], opts["release"]["release"]
+    branches = compat.driver_branches(operator)
+    branch = compat.driver_branch(version)
+    row = branches.get(branch)
+    nearest = compat.nearest_driver(operator, version)
+    if row is None:
+        return bad(
+            "host driver %s is on R%s, a branch operator %s does not support (supported: %s)"
+            % (version, branch, rel, ", ".join(_branch_text(b, r) for b, r in branches.items())),
+            "Move the host driver to R%s, the nearest supported branch, at %s or later (for example %s)."
+            % (compat.driver_branch(nearest), branches[compat.driver_branch(nearest)]["minimum"], nearest),
+        )
+    if not compat.driver_at_least(version, row["minimum"]):
+        return bad(
+            "host driver %s is below %s, the minimum of R%s for operator %s" % (version, row["minimum"], branch, rel),
+            "Upgrade the host driver on R%s to %s or later (for example %s, the operator's R%s driver)."
+            % (branch, row["minimum"], nearest, branch),
+        )
+    return ok(
+        "host driver %s is on %s, supported by operator %s from %s"
+        % (version, _branch_text(branch, row), rel, row["minimum"])
+    )
+
+
+def _branch_text(branch, row):
+    """``R580 (long-term support)``; the bare ``R575`` for a branch NVIDIA's page does not designate."""
+    return "R%s (%s)" % (branch, row["designation"]) if row["designation"] else "R%s" % branch
 
 
 @check("driver.library_mismatch", "host", "fail", "The driver's user-space library matches its kernel module")
@@ -205,12 +231,13 @@ def _target_supported(cluster, hosts, opts):
 
 
 def _driver_listed(opts, what, version, fix):
-    """ok when the operator release lists driver ``version``; else bad with the listed ones and ``fix``."""
+    """ok when the operator release lists driver ``version``; else bad with the listed ones and ``fix`` naming the
+    nearest listed driver (on the same branch before another)."""
     operator = opts["operator_version"]
     if compat.driver_supported(operator, version):
         return ok("%s %s is listed for operator %s" % (what, version, opts["release"]["release"]))
     return bad(
         "%s %s is not listed for operator %s (listed: %s)"
         % (what, version, opts["release"]["release"], ", ".join(compat.supported_drivers(operator))),
-        "%s, for example %s." % (fix, compat.default_driver(operator)),
+        "%s, for example %s." % (fix, compat.nearest_driver(operator, version)),
     )

@@ -21,7 +21,7 @@ def lookup(*terms, **kw):
 def test_release_rows_per_term():
     rows = lookup("v26.7.0", "25.10")
     assert [r["release"] for r in rows] == ["26.7", "25.10"]
-    assert rows[0]["kubernetes"] == ["1.32", "1.36"]
+    assert rows[0]["kubernetes"] == ["1.32", "1.37"]
 
 
 def test_cuda_kernel_module_and_matrix_kinds():

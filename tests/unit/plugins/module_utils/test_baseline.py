@@ -707,3 +707,45 @@ def test_the_catalogue_lists_every_check_once_with_a_valid_severity():
     cat = catalogue()
     assert len({c["id"] for c in cat}) == len(cat) == len(REGISTRY)
     assert all(c["severity"] in SEVERITIES and c["scope"] in ("host", "cluster") for c in cat)
+
+
+def host_driver_result(version, operator="v26.7.0"):
+    ctx = host_ctx(facts("ubuntu2204-kubeadm-containerd"), nvml(arch="hopper", driver=version, name="NVIDIA H200"))
+    ctx["gpu_host"]["nvidia_driver"] = {"loaded": True, "version": version, "flavor": "open", "gcc": None}
+    return by_id(evaluate_host(ctx, options(dict(PRE, operator_version=operator)))["results"], "driver.host_supported")
+
+
+def test_a_preinstalled_r580_driver_on_h200_passes_on_operator_26_7_by_its_long_term_branch():
+    r = host_driver_result("580.159.04")
+    assert r["status"] == "pass", r
+    assert r["evidence"] == (
+        "host driver 580.159.04 is on R580 (long-term support), supported by operator 26.7 from 580.82.07"
+    )
+
+
+def test_a_driver_below_its_branch_minimum_warns_with_the_nearest_driver_on_its_branch():
+    r = host_driver_result("580.65.06")
+    assert (r["status"], r["severity"]) == ("fail", "warn")
+    assert r["evidence"] == "host driver 580.65.06 is below 580.82.07, the minimum of R580 for operator 26.7"
+    assert r["fix"] == (
+        "Upgrade the host driver on R580 to 580.82.07 or later (for example 580.173.02, the operator's R580 driver)."
+    )
+
+
+def test_a_driver_on_an_unsupported_branch_is_told_the_nearest_supported_branch():
+    r = host_driver_result("570.211.01")
+    assert (r["status"], r["severity"]) == ("fail", "warn")
+    assert "R570, a branch operator 26.7 does not support" in r["evidence"]
+    assert "R580 (long-term support)" in r["evidence"] and "R610 (new feature)" in r["evidence"]
+    assert (
+        r["fix"]
+        == "Move the host driver to R580, the nearest supported branch, at 580.82.07 or later (for example 580.173.02)."
+    )
+
+
+def test_the_target_driver_fix_proposes_the_nearest_container_on_its_branch():
+    r = by_id(
+        evaluate_cluster(cluster(), gpu_hosts(), options(dict(OM, driver_version="580.159.04")))["results"],
+        "driver.target_supported",
+    )
+    assert r["status"] == "fail" and r["fix"].endswith("for example 580.173.02.")

@@ -35,7 +35,7 @@ def test_every_row_cites_its_source():
         ("25.3", ["1.29", "1.33"], ["1.6", "2.1"]),
         ("25.10", ["1.30", "1.34"], ["1.7", "2.1"]),
         ("26.3", ["1.32", "1.36"], ["1.7", "2.2"]),
-        ("26.7", ["1.32", "1.36"], ["1.8", "2.3"]),
+        ("26.7", ["1.32", "1.37"], ["1.8", "2.3"]),
     ],
 )
 def test_kubernetes_and_containerd_ranges_per_release(release, k8s, containerd):
@@ -64,6 +64,7 @@ def test_default_drivers_from_the_life_cycle_page_and_the_chart(release, default
 def test_release_key_takes_chart_versions_and_rejects_unknown_releases_naming_the_known_ones():
     assert c.release_key("v25.10.1") == "25.10"
     assert c.release_key("26.7") == "26.7"
+    assert c.release_key("v26.7.1") == "26.7" and c.release("26.7")["latest_patch"] == "26.7.1"
     with pytest.raises(c.CompatError, match=r"'v23\.9\.0'.*24\.9, 25\.3, 25\.10, 26\.3, 26\.7"):
         c.release_key("v23.9.0")
     with pytest.raises(c.CompatError, match="not in the compatibility matrix"):
@@ -72,6 +73,7 @@ def test_release_key_takes_chart_versions_and_rejects_unknown_releases_naming_th
 
 def test_kubernetes_support_is_inclusive_on_major_minor():
     assert c.k8s_supported("v26.7.0", "v1.36.3")
+    assert c.k8s_supported("v26.7.1", "v1.37.0") and not c.k8s_supported("v26.3.3", "v1.37.0")
     assert c.k8s_supported("v26.7.0", "1.32.0")
     assert not c.k8s_supported("v26.7.0", "1.31.9")
     assert not c.k8s_supported("v24.9.2", "v1.32.1")
@@ -141,3 +143,33 @@ def test_matrix_is_a_copy():
     m["releases"]["26.7"]["kubernetes"][0] = "0.0"
     assert d.RELEASES["26.7"]["kubernetes"][0] == "1.32"
     assert m["data_version"] == d.DATA_VERSION
+
+
+def test_a_release_supports_the_branches_of_its_driver_containers_each_from_its_earliest_listed_driver():
+    branches = c.driver_branches("v26.7.1")
+    assert sorted(branches, key=int) == ["535", "580", "595", "610"]
+    assert branches["580"] == {
+        "drivers": ["580.173.02"],
+        "minimum": "580.82.07",  # first listed by 25.3.3
+        "designation": "long-term support",
+        "long_term": True,
+    }
+    assert (branches["595"]["minimum"], branches["595"]["long_term"]) == ("595.58.03", False)
+    assert branches["610"]["designation"] == "new feature"
+    assert branches["535"]["minimum"] == "535"  # 25.3.3 lists "535.x"
+    assert c.driver_branches("24.9")["550"]["designation"] is None
+    assert c.release("26.7")["driver_branches"] == branches
+
+
+def test_every_designated_branch_cites_its_source():
+    assert set(d.DRIVER_BRANCHES) == {"535", "570", "580", "595", "610"}
+    for branch, row in d.DRIVER_BRANCHES.items():
+        assert row["source"] and row["designation"], branch
+
+
+def test_the_nearest_driver_container_is_on_the_same_branch_before_another():
+    assert c.driver_branch("580.159.04") == "580" and c.driver_branch("") is None
+    assert c.nearest_driver("26.7", "580.159.04") == "580.173.02"
+    assert c.nearest_driver("26.7", "570.211.01") == "580.173.02"
+    assert c.nearest_driver("26.7", "590.48.01") == "595.91.07"
+    assert c.nearest_driver("26.3", "580.65.06") == "580.159.04"
