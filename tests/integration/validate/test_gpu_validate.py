@@ -238,7 +238,9 @@ def test_the_verdict_is_recorded_on_each_node_and_a_second_run_changes_nothing(v
 
 def test_check_mode_runs_no_smoke_pod_writes_nothing_to_the_cluster_and_still_reports(validate, testbed, nodes):
     mark = testbed.audit_mark()
-    rc, report, out = validate.run(check=True, gpu_validate_record_on_nodes=True)
+    # check mode writes no report unless asked
+    asked = {"gpu_validate_report_in_check_mode": True}
+    rc, report, out = validate.run(check=True, gpu_validate_record_on_nodes=True, **asked)
     assert rc == 0, out[-3000:]
     # kubernetes.core.k8s plans the node patches with server-side dry runs; nothing is persisted
     assert [e for e in testbed.audit_writes(mark) if "dryRun=All" not in e["requestURI"]] == []

@@ -62,6 +62,8 @@ class Validate:
         )
         report = report_dir / "gpu-validate.json"
         data = json.loads(report.read_text()) if report.exists() else None
+        # the versioned report ({kind, schema_version, generated_at, report}): the summary is its `report`
+        data = data["report"] if data and "schema_version" in data else data
         return proc.returncode, data, proc.stdout + proc.stderr
 
     @staticmethod
