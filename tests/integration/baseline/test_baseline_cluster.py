@@ -53,6 +53,7 @@ ROLE_PLAY = """
         gpu_baseline_kubeconfig: "{{ gpuops_kubeconfig }}"
         gpu_baseline_install_kubeconfig: "{{ gpuops_admin_kubeconfig }}"
         gpu_baseline_report_dir: "%(reports)s"
+        gpu_baseline_report_in_check_mode: true
 """
 
 
