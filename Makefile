@@ -191,7 +191,7 @@ site: collection-root sim-binaries nvml
 	cd $(REPO) && $(VENV)/bin/python -m tests.sim up --profile $(SITE_PROFILE)
 	cd $(REPO) && $(VENV)/bin/python -m tests.sim inventory > $(BUILD)/inventory.yml
 	cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/ansible-playbook -i $(BUILD)/inventory.yml playbooks/site.yml \
-		-e gpu_nvml_library=$(BUILD)/nvml/libnvidia-ml.so.1
+		-e gpu_nvml_library=$(BUILD)/nvml/libnvidia-ml.so.1 -e gpuops_report_dir=$(BUILD)/reports
 
 # The audit needs the operator installed (the simulated operator only advertises GPUs then), so it runs
 # after site; the overlay inventory adds degraded, lost and aged GPUs and one unreachable host.

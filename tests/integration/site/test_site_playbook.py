@@ -1,6 +1,7 @@
 """playbooks/site.yml end to end, as `make site` runs it: on the `demo-faults` profile (the demo cluster with one
-broken node per layer) every healthy node passes and each broken one is named with its layer, in the printed table
-and in the JSON report, and the play fails; once the faults are healed a re-run passes every node.
+broken node per layer) every healthy node passes and each broken one is named with its layer, in the printed summary
+(with its evidence and a command to run) and in the reports, and the play fails - with no retry messages and no result
+dump; a second run over the same fleet changes nothing; once the faults are healed a re-run passes every node.
 
 The module starts its own test bed (the session bed is the `ci` profile) and stops it afterwards.
 """
@@ -68,8 +69,33 @@ def operator_log_tail(bed, lines: int = 40) -> str:
 
 
 def verdicts(report_dir: Path) -> dict:
-    report = json.loads((report_dir / "gpu-validate.json").read_text())
-    return {row["node"]: row for row in report["rows"]}
+    document = json.loads((report_dir / "gpu-validate.json").read_text())
+    assert (document["kind"], document["schema_version"]) == ("gpuops.gpu_operator/validation-report", "1.0")
+    return {row["node"]: row for row in document["report"]["rows"]}
+
+
+def recap(out: str, host: str = "localhost") -> str:
+    return [line for line in out.splitlines() if line.startswith(host + " ")][-1]
+
+
+def printed_strings(out: str) -> list[str]:
+    """The list items debug printed (8-space indented JSON strings), decoded."""
+    found = []
+    for line in out.splitlines():
+        if line.startswith('        "'):
+            try:
+                found.append(json.loads(line.strip().rstrip(",")))
+            except ValueError:
+                continue
+    return [x for x in found if isinstance(x, str)]
+
+
+def summary_block(out: str, node: str) -> list[str]:
+    """The summary's lines about one failing node: its FAIL line and the indented lines after it."""
+    lines = printed_strings(out)
+    start = next(i for i, line in enumerate(lines) if line.startswith("FAIL %s " % node))
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("  ")), len(lines))
+    return lines[start:end]
 
 
 def test_site_names_each_broken_node_with_its_layer_and_passes_the_rest(site_bed):
@@ -84,7 +110,34 @@ def test_site_names_each_broken_node_with_its_layer_and_passes_the_rest(site_bed
         assert f"{node} at layer {layer}" in out
     for node in HEALTHY:
         assert rows[node]["verdict"] == "pass", rows[node]
-    assert (report_dir / "baseline.json").is_file() and (report_dir / "gpu-validate.md").is_file()
+    for name in ("baseline.json", "baseline.md", "gpu-validate.md", "gpu-validate.html"):
+        assert (report_dir / name).is_file(), name
+    # the console: a bounded progress line per poll, no retry messages, no result dump, one summary
+    assert "FAILED - RETRYING" not in out and "Unknown error" not in out, out[-3000:]
+    assert max(len(line) for line in out.splitlines()) < 2000
+    assert out.count("GPU validation: 3 passed, 3 failed of 6 GPU nodes") == 1
+    assert "5/6 GPU nodes ready; waiting for a100-noruntime-0: device-plugin ContainerCreating" in out
+    for node, layer in FAULTY.items():
+        block = summary_block(out, node)
+        assert block[0].startswith("FAIL %s (pool " % node) and (" at %s: " % layer) in block[0], block
+        run = [line for line in block if line.startswith("  run: ")]
+        assert len(run) == 1, block
+        assert run[0].startswith(("  run: kubectl -n gpu-operator ", "  run: kubectl describe node ")), block
+    assert "  run: kubectl -n gpu-operator logs nvidia-container-toolkit-daemonset-" in out
+    assert "  run: kubectl describe node h100-xid-0" in out
+    # each baseline finding once: the containerd warning about every node is one line, not one per host
+    assert out.count("runtime.version") == 1 and "runtime.version on all 6 GPU hosts" in out
+    assert "reports: %s" % (report_dir / "baseline.json") in out
+
+
+def test_a_second_run_over_the_same_fleet_changes_nothing(site_bed):
+    bed, inventory, report_dir = site_bed
+    before = {p.name: p.read_bytes() for p in report_dir.iterdir()}
+    proc = run_site(inventory, report_dir)
+    out = proc.stdout + proc.stderr
+    assert "3 passed, 3 failed" in out, out[-3000:]
+    assert {p.name: p.read_bytes() for p in report_dir.iterdir()} == before
+    assert "changed=0" in recap(out), [line for line in out.splitlines() if line.startswith("changed:")]
 
 
 def test_site_passes_every_node_once_the_faults_are_healed(site_bed):
