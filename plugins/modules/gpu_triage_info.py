@@ -16,22 +16,34 @@ description:
     or one node (O(node)), walking the layers in order - C(driver) (node Ready, GPUs present, driver pod state with
     the reason and message of its last termination and the tail of its log), C(toolkit) (container
     toolkit, the C(nvidia) runtime, the operator validator), C(device-plugin) (device plugin pod; capacity,
-    allocatable and requested GPUs), C(scheduling) (the kube-scheduler's C(FailedScheduling) event parsed per
+    allocatable and requested GPUs - on nodes that use the device plugin), C(dra) (Dynamic Resource Allocation -
+    the DRA driver's kubelet plugin pod, the node's ResourceSlices and pool generation, device taints; a pod's
+    claims - made from their template, the DeviceClass, tainted devices, prepared by the kubelet after scheduling),
+    C(scheduling) (the kube-scheduler's C(FailedScheduling) event parsed per
     reason and checked against every node in the scheduler's filter order - cordon, untolerated taint with its key,
-    node selector or affinity, C(nvidia.com/gpu) and C(nvidia.com/mig-*) resources), C(quota) (ResourceQuota
+    node selector or affinity, C(nvidia.com/gpu) and C(nvidia.com/mig-*) resources, the devices a pod's claims ask
+    for), C(quota) (ResourceQuota
     on C(requests.nvidia.com/gpu), LimitRange), C(preemption) (PriorityClass, preemption policy, possible
     victims) and C(queue) (scheduling gates; Kueue LocalQueue, ClusterQueue and Workload; Volcano PodGroup and
     Queue - only when their API groups are served).
   - Returns the first failing layer, every finding with its evidence and a fix, and a short human summary.
   - The driver, toolkit and device plugin layers are checked on the nodes the pod could use (those that pass the
     cordon, taint and selector filters); they block the pod only when no healthy node has room.
+  - A pod's DRA claims are evaluated as the scheduler does - the DeviceClass and the claim's CEL selectors on the
+    published device attributes, device taints and the request's tolerations, the devices other claims hold, the
+    count - so that the scheduler's terse C(cannot allocate all claims) becomes its cause, with the claims holding
+    the devices. CEL outside the common subset (attributes, capacities, comparisons, C(semver), C(quantity), string
+    methods) counts as matching, never as a false "no device".
+  - A pod that asks for C(nvidia.com/gpu) where no node advertises it but nodes offer GPUs through DRA is told to
+    use a ResourceClaim with device class C(gpu.nvidia.com).
   - A pod rejected at creation by a ResourceQuota or LimitRange never exists; those rejections come from the
     C(FailedCreate) events of its controller (Job, ReplicaSet, ...), reported for a namespace and for a pod that
     is not found.
   - Read-only. Uses a fixed handful of paginated LISTs whatever the number of pods (nodes, pods on nodes, the
     namespace's pods, events, quotas and limit ranges, PriorityClasses, the operator's pods and events,
-    ClusterPolicies, the queue resources when served), plus at most O(max_logs) log reads. See C(docs/rbac.yml)
-    in the collection for the permissions.
+    ClusterPolicies, the queue resources when served, and when C(resource.k8s.io/v1) is served the DeviceClasses,
+    ResourceSlices, ResourceClaims and the namespace's ResourceClaimTemplates; for a node its ResourceSlices), plus
+    at most O(max_logs) log reads. See C(docs/rbac.yml) in the collection for the permissions.
 author:
   - gpuops.gpu_operator contributors (@gpuops)
 requirements:
@@ -126,8 +138,8 @@ target:
 first_failing_layer:
   description:
     - The first layer, in walk order, with an C(error) finding; null when nothing blocks.
-    - One of V(driver), V(toolkit), V(device-plugin), V(scheduling), V(quota), V(preemption), V(queue) - the layer
-      names of the C(gpuops.gpu_operator.gpu_validate) role and the other reports.
+    - One of V(driver), V(toolkit), V(device-plugin), V(dra), V(scheduling), V(quota), V(preemption), V(queue) -
+      the layer names of the C(gpuops.gpu_operator.gpu_validate) role and the other reports.
   returned: always
   type: str
   sample: driver
@@ -146,6 +158,10 @@ findings:
     - Keys C(layer); C(reason) (stable code - for example C(DriverCrashLoop), C(DriverImagePull), C(DriverPodMissing),
       C(NodeNotReady), C(GPUNotPresent), C(ToolkitNotReady), C(RuntimeNotConfigured), C(ValidatorFailing),
       C(DevicePluginMissing), C(DevicePluginNotReady), C(DevicePluginNotAdvertising), C(UnhealthyGPUs),
+      C(DraPluginNotReady), C(DraPluginMissing), C(NoResourceSlice), C(PoolIncomplete), C(DeviceTainted),
+      C(ClaimTemplateNotFound), C(ClaimNotCreated), C(ClaimNotFound), C(ClaimBeingDeleted), C(DeviceClassMissing),
+      C(DeviceTaintNotTolerated), C(NoDevicesOnNodes), C(PrepareFailed), C(ClaimAllocatedElsewhere),
+      C(NoMatchingDevice), C(DevicesAllocated), C(ExtendedResourceOnDRA),
       C(NodeCordoned), C(UntoleratedTaint), C(NodeSelectorMismatch), C(MIGResourceName), C(InsufficientGPU),
       C(SchedulerOther), C(FitsNow), C(QuotaExceeded), C(QuotaFull), C(LimitRangeViolation),
       C(PriorityClassNotFound), C(PreemptionNotPossible), C(PreemptionDisabled), C(PreemptionInProgress),
@@ -173,7 +189,9 @@ findings:
 pods:
   description:
     - The pods diagnosed (one for O(pod), every Pending/Failed/crash-looping GPU pod for a namespace, none for a node).
-    - Keys C(namespace), C(name), C(phase), C(node), C(gpu_requests), C(scheduler_name), C(priority_class),
+    - Keys C(namespace), C(name), C(phase), C(node), C(gpu_requests), C(claims) (the pod's DRA claims - C(name) of
+      its entry, C(template), C(claim) (C(namespace/name), null while not made) and C(status) - V(missing),
+      V(not-created), V(deleting), V(none), V(allocated) or V(pending)), C(scheduler_name), C(priority_class),
       C(priority), C(scheduling_gates), C(scheduler_event) (the latest C(FailedScheduling) message parsed - C(nodes),
       C(reasons) with C(count), C(reason), C(filter) and C(resource) or C(key), C(preemption), C(message); null
       when there is none), C(first_failing_layer) and C(findings) (this pod's, same shape as RV(findings)).
@@ -184,7 +202,9 @@ nodes:
   description:
     - The nodes examined, by name - C(ready), C(unschedulable), C(taints), C(gpu) (C(present), C(product),
       C(count)), C(capacity), C(allocatable), C(requested) (GPU and MIG resources of the pods bound there),
-      C(operands) (component to C(name), C(phase), C(ready), C(restarts), C(waiting_reason)).
+      C(operands) (component to C(name), C(phase), C(ready), C(restarts), C(waiting_reason)), C(mode)
+      (V(extended-resource), V(dra), V(both) or V(none), as M(gpuops.gpu_operator.gpu_cluster_info) says) and C(dra)
+      (C(plugin_pod), C(plugin_ready), C(pools), C(problems), C(total), C(allocated), C(free), C(tainted) devices).
   returned: always
   type: dict
 limit_ranges:

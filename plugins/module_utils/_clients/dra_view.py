@@ -84,17 +84,17 @@ def selectors_select(selectors, device, driver):
 
 
 def allocations(claims, driver=DRIVER):
-    """``{(pool, device): [holder, ...]}`` of the claims' allocated devices of ``driver``; a holder is
-    ``{"claim": "ns/name", "admin_access": bool, "pods": ["ns/pod", ...]}``."""
+    """``{(driver, pool, device): [holder, ...]}`` of the claims' allocated devices of ``driver`` (None: of every
+    driver); a holder is ``{"claim": "ns/name", "admin_access": bool, "pods": ["ns/pod", ...]}``."""
     out = {}
     for claim in claims or []:
         status = claim.get("status") or {}
         results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
         pods = sorted("%s/%s" % (namespace_of(claim), r.get("name")) for r in status.get("reservedFor") or [])
         for res in results:
-            if res.get("driver") == driver:
+            if driver in (None, res.get("driver")):
                 holder = {"claim": key_of(claim), "admin_access": bool(res.get("adminAccess")), "pods": pods}
-                out.setdefault((res.get("pool"), res.get("device")), []).append(holder)
+                out.setdefault((res.get("driver"), res.get("pool"), res.get("device")), []).append(holder)
     return out
 
 
@@ -137,7 +137,8 @@ def device_view(device, holders):
 
 
 class DraIndex:
-    """The slices of ``driver`` grouped by node and pool, and the devices' holders from ``claims``.
+    """The slices of ``driver`` (None: of every driver) grouped by node and pool, and the devices' holders from
+    ``claims``.
 
     ``slices``/``claims``/``classes`` are lists of raw dicts, or None when the cluster does not serve
     ``resource.k8s.io/v1`` (then :attr:`served` is False and every node has no DRA devices).
@@ -152,26 +153,30 @@ class DraIndex:
         self.by_node = {}
         for item in slices or []:
             spec = item.get("spec") or {}
-            if spec.get("driver") == driver and spec.get("nodeName"):
-                pool = (spec.get("pool") or {}).get("name")
+            if driver in (None, spec.get("driver")) and spec.get("nodeName"):
+                pool = (spec.get("driver"), (spec.get("pool") or {}).get("name"))
                 self.by_node.setdefault(spec["nodeName"], {}).setdefault(pool, []).append(item)
 
     def raw_devices(self, node_name):
-        """``[(pool, raw device)]`` the scheduler can allocate from on the node: current generations of
+        """``[((driver, pool), raw device)]`` the scheduler can allocate from on the node: current generations of
         complete pools only."""
         out = []
-        for pool_name, slices in sorted(self.by_node.get(node_name, {}).items()):
+        for key, slices in sorted(self.by_node.get(node_name, {}).items()):
             pool = pool_of(slices)
             if pool["complete"]:
                 current = [s for s in slices if name_of(s) in pool["slices"]]
-                out.extend((pool_name, d) for s in current for d in (s["spec"].get("devices") or []))
-        return sorted(out, key=lambda pd: natural_key(pd[1].get("name")))
+                out.extend((key, d) for s in current for d in (s["spec"].get("devices") or []))
+        return sorted(out, key=lambda kd: natural_key(kd[1].get("name")))
+
+    def holders_of(self, key, device):
+        """The holders of ``device`` (raw) of pool ``key`` (``(driver, pool)``)."""
+        return self.holders.get(key + (device.get("name"),), [])
 
     def node(self, node_name, expected=False, plugin=None):
         """The node's DRA view; ``expected``: the node is meant to run the DRA driver (its deploy label);
         ``plugin``: the summary of its kubelet-plugin pod (``cluster_view.pod_summary``) or None."""
         pools = [pool_of(s) for _p, s in sorted(self.by_node.get(node_name, {}).items())]
-        devices = [device_view(d, self.holders.get((p, d.get("name")), [])) for p, d in self.raw_devices(node_name)]
+        devices = [device_view(d, self.holders_of(k, d)) for k, d in self.raw_devices(node_name)]
         versions = sorted({d["driver_version"] for d in devices if d["driver_version"]})
         view = {
             "driver": self.driver,

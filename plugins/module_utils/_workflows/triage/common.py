@@ -17,7 +17,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers i
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
 
 #: Triage's layers, in the walk's order (the shared vocabulary of ``_core.layers``).
-LAYERS = in_layer_order(("driver", "toolkit", "device-plugin", "scheduling", "quota", "preemption", "queue"))
+LAYERS = in_layer_order(("driver", "toolkit", "device-plugin", "dra", "scheduling", "quota", "preemption", "queue"))
 #: The layers checked on a node (and for every pod on the nodes it could use).
 NODE_LAYERS = LAYERS[:3]
 SEVERITIES = ("error", "warning", "info")
@@ -119,4 +119,10 @@ class Snapshot:
         self.volcano = kwargs.get("volcano")
         self.logs = kwargs.get("logs") or {}  # pod name -> {"text": str} or {"error": str}
         self.operator_namespace = kwargs.get("operator_namespace") or "gpu-operator"
+        # resource.k8s.io/v1 (None: not served or not read): ResourceSlices, DeviceClasses, ResourceClaims (every
+        # namespace) and the target namespace's ResourceClaimTemplates
+        self.slices = kwargs.get("slices")
+        self.device_classes = kwargs.get("device_classes")
+        self.claims = kwargs.get("claims")
+        self.claim_templates = kwargs.get("claim_templates")
         self.log_lines = kwargs.get("log_lines") or 20

@@ -14,15 +14,18 @@ The walk, in order (:data:`LAYERS`):
    reason and message of its last termination and the tail of its log);
 2. ``toolkit``: the container toolkit pod, the ``nvidia`` runtime (``FailedCreatePodSandBox``), the
    operator validator;
-3. ``device-plugin``: the device plugin pod and what the node advertises (capacity, allocatable, requested);
-4. ``scheduling``: the kube-scheduler's ``FailedScheduling`` event parsed per reason, checked against our own
+3. ``device-plugin``: the device plugin pod and what the node advertises (capacity, allocatable, requested), on
+   nodes that use it;
+4. ``dra``: the DRA driver's kubelet plugin, the node's ResourceSlices and pool generation, device taints; a pod's
+   claims (made from their template, the DeviceClass, tainted devices, prepared by the kubelet);
+5. ``scheduling``: the kube-scheduler's ``FailedScheduling`` event parsed per reason, checked against our own
    evaluation of every node in the scheduler's filter order (cordon, untolerated taint with its key, node
-   selector/affinity, then GPU and MIG resources);
-5. ``quota``: ResourceQuota on ``requests.nvidia.com/gpu`` and LimitRange, from the namespace's
+   selector/affinity, then GPU and MIG resources, then the devices a pod's claims ask for);
+6. ``quota``: ResourceQuota on ``requests.nvidia.com/gpu`` and LimitRange, from the namespace's
    ``FailedCreate`` events (a rejected pod never exists) and the quota's used/hard;
-6. ``preemption``: the pod's PriorityClass, preemption policy, and whether lower-priority GPU pods
+7. ``preemption``: the pod's PriorityClass, preemption policy, and whether lower-priority GPU pods
    exist that could be preempted;
-7. ``queue``: scheduling gates, Kueue (LocalQueue, ClusterQueue, Workload) and Volcano (PodGroup, Queue),
+8. ``queue``: scheduling gates, Kueue (LocalQueue, ClusterQueue, Workload) and Volcano (PodGroup, Queue),
    only when their API groups are served.
 
 :class:`Snapshot` holds what a handful of LISTs returned; :func:`diagnose` is pure and turns it into the
@@ -61,6 +64,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.tri
     format_requests,
     taint_text,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.dra import read_dra
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.pod import PodDiagnosis
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.sched import (
     is_terminal,
@@ -128,7 +132,7 @@ def _summary_lines(target, pods, findings, first):
         else (target["name"] or target["namespace"], "")
     )
     if target["kind"] == "pod" and pods and pods[0]["phase"]:
-        subject += " (%s, %s)" % (pods[0]["phase"], format_requests(pods[0]["gpu_requests"]))
+        subject += " (%s, %s)" % (pods[0]["phase"], _asks(pods[0]))
     lines.append("%s: %s" % (subject, "first failing layer: %s" % first if first else "no blocking problem found"))
     for pod in pods:
         if target["kind"] != "pod":
@@ -138,7 +142,7 @@ def _summary_lines(target, pods, findings, first):
                     pod["namespace"],
                     pod["name"],
                     pod["phase"],
-                    format_requests(pod["gpu_requests"]),
+                    _asks(pod),
                     pod["first_failing_layer"] or "ok",
                 )
             )
@@ -151,9 +155,22 @@ def _summary_lines(target, pods, findings, first):
     return lines
 
 
+def _asks(pod):
+    """What a pod asks for, for the summary: its GPU requests, else its claims."""
+    if pod["claims"] and not pod["gpu_requests"]:
+        return "claims %s" % ", ".join("%s (%s)" % (c["name"], c["status"]) for c in pod["claims"])
+    return format_requests(pod["gpu_requests"])
+
+
 def _node_summary(view):
+    dra = view["dra"]
     return {
         "name": view["name"],
+        "mode": view["mode"],
+        "dra": dict(
+            {k: dra[k] for k in ("plugin_pod", "plugin_ready", "pools", "problems")},
+            **{k: dra["devices_" + k] for k in ("total", "allocated", "free", "tainted")},
+        ),
         "ready": view["ready"],
         "unschedulable": view["unschedulable"],
         "taints": view["taints"],
@@ -173,11 +190,15 @@ def diagnose(snap, target):
     stack = NodeStack(snap)
     findings, pods, examined = [], [], set()
     applicable = set(NODE_LAYERS)
+    if stack.gpu_dra.by_node or any((p.get("spec") or {}).get("resourceClaims") for p in snap.targets):
+        applicable.add("dra")
     if target["kind"] == "node":
         name = target["name"]
         findings.extend(stack.findings(name))
         examined.add(name)
         view = stack.view(name)
+        if view["dra"]["expected"]:
+            applicable.add("dra")
         if view["unschedulable"]:
             findings.append(
                 finding(
@@ -220,6 +241,7 @@ def diagnose(snap, target):
                     "phase": diag.status.get("phase"),
                     "node": diag.spec.get("nodeName"),
                     "gpu_requests": diag.requests,
+                    "claims": diag.claims.summary() if diag.claims else [],
                     "scheduler_name": diag.spec.get("schedulerName") or DEFAULT_SCHEDULER,
                     "priority_class": diag.spec.get("priorityClassName"),
                     "priority": diag.spec.get("priority") or 0,
@@ -268,8 +290,9 @@ def diagnose(snap, target):
 
 
 def wanted_pod(pod):
-    """A pod worth a namespace-wide triage: it asks for GPUs and is Pending, Failed or crash-looping."""
-    if not pod_requests(pod):
+    """A pod worth a namespace-wide triage: it asks for GPUs (or uses DRA claims) and is Pending, Failed or
+    crash-looping."""
+    if not pod_requests(pod) and not (pod.get("spec") or {}).get("resourceClaims"):
         return False
     status = pod.get("status") or {}
     if status.get("phase") in ("Pending", "Failed"):
@@ -383,6 +406,7 @@ class Triage:
             )[0],
         )
         data["kueue"], data["volcano"] = self._queues(namespace)
+        data.update(read_dra(self.client, namespace=namespace, page_size=self.page_size))
         return self._with_logs(Snapshot(**data))
 
     def read_node(self, name):
@@ -395,6 +419,7 @@ class Triage:
                 "events", namespace="default", field_selector="involvedObject.kind=Node,involvedObject.name=%s" % name
             ),
         )
+        data.update(read_dra(self.client, node=name, page_size=self.page_size))
         return self._with_logs(Snapshot(**data), nodes=[name])
 
     def _with_logs(self, snap, nodes=None):

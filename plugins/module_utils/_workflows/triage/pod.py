@@ -6,8 +6,8 @@
 # This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
-"""GPU triage of one pod: the node-stack layers on the nodes it could use, then ``scheduling``, ``quota``,
-``preemption`` and ``queue`` (pure)."""
+"""GPU triage of one pod: the node-stack layers on the nodes it could use, its DRA claims, then ``scheduling``,
+``quota``, ``preemption`` and ``queue`` (pure)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -20,6 +20,12 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.tri
     owner_uids,
     quota_pressure,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.claim_findings import (
+    claim_findings,
+    extended_on_dra,
+    prepare_failure,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.claims import PodClaims
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
     DEFAULT_SCHEDULER,
     event_evidence,
@@ -65,6 +71,9 @@ class PodDiagnosis:
         self.key = key_of(pod)
         self.requests = pod_requests(pod)
         self.events = [e for e in snap.events if _is_about(e, pod)]
+        self.claims = (
+            PodClaims(snap, stack.dra, stack.nodes, pod, self.events) if self.spec.get("resourceClaims") else None
+        )
         self.findings = []
         self.classified = {}
         self.candidates = []
@@ -84,14 +93,16 @@ class PodDiagnosis:
     def run(self):
         """Walk the layers; returns ``self``."""
         node_name = self.spec.get("nodeName")
-        if not self.requests:
+        if not self.requests and not self.claims:
             self.add(
                 finding(
                     "scheduling",
                     "NoGPURequest",
                     "info",
-                    "pod %s requests no nvidia.com/gpu or nvidia.com/mig-* resource" % self.key,
-                    "Add resources.limits nvidia.com/gpu to the container if it needs a GPU.",
+                    "pod %s requests no nvidia.com/gpu or nvidia.com/mig-* resource and uses no ResourceClaim"
+                    % self.key,
+                    "Add resources.limits nvidia.com/gpu to the container (or a ResourceClaim, with DRA) if it needs "
+                    "a GPU.",
                 )
             )
         if node_name:
@@ -106,6 +117,11 @@ class PodDiagnosis:
     def _bound(self, node_name):
         if node_name in self.stack.nodes:
             self.extend(self.stack.findings(node_name))
+        if self.claims and self.status.get("phase") == "Pending":
+            plugin = self.stack.view(node_name)["operands"].get("dra-driver") if node_name in self.stack.nodes else None
+            failure = prepare_failure(self.claims, node_name, {"plugin_pod": plugin})
+            if failure:
+                self.add(failure)
         if self.status.get("phase") == "Failed":
             reason = self.status.get("reason")
             self.add(
@@ -134,7 +150,9 @@ class PodDiagnosis:
         self.candidates = [name_of(n) for n in gpu_nodes if self.classified[name_of(n)][0] in (None, "resources")]
         # layers 1-3 on the nodes the pod could use; blocking unless a healthy candidate has room
         fits_somewhere = any(
-            self.classified[c][0] is None and not [f for f in self.stack.findings(c) if f["severity"] == "error"]
+            self.classified[c][0] is None
+            and not [f for f in self.stack.findings(c) if f["severity"] == "error"]
+            and (self.claims is None or self.claims.fits(c))
             for c in self.candidates
         )
         for name in self.candidates:
@@ -186,8 +204,18 @@ class PodDiagnosis:
                 )
             )
         grouped = FilterGroups(self.stack, self.requests, severity, ev)
+        dra_only = extended_on_dra(self.key, self.requests, self.stack.snap.nodes, self.stack.gpu_dra)
+        unoffered = dra_only["evidence"]["requested"] if dra_only else ()
         for kind in FILTER_ORDER:
-            self.extend(grouped.findings(kind, groups.get(kind, [])))
+            for item in grouped.findings(kind, groups.get(kind, [])):
+                # the resource is not offered at all: ExtendedResourceOnDRA says why, not a shortage
+                if item["evidence"].get("resource", item["evidence"].get("requested")) not in unoffered:
+                    self.add(item)
+        if dra_only:
+            self.add(dra_only)
+        if self.claims:
+            passing = [c for c in self.candidates if self.classified[c][0] is None]
+            self.extend(claim_findings(self.claims, passing, fits_somewhere, ev))
         # scheduler reasons we do not model (cpu, memory, volumes, ports, pod affinity...)
         for reason in (self.parsed or {}).get("reasons") or []:
             if reason["filter"] == "other" or (
@@ -203,7 +231,7 @@ class PodDiagnosis:
                         ev,
                     )
                 )
-        if not self.event and not fits_somewhere:
+        if not self.event and not fits_somewhere and not (self.claims and self.claims.unresolved):
             self.add(
                 finding(
                     "scheduling",

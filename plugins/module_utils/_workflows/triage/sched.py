@@ -11,7 +11,8 @@
 * what a pod asks for (:func:`pod_requests`), and what is already requested on each node (:func:`node_requested`);
 * the default scheduler's first failing filter per node, in the scheduler's own filter order
   (NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit) (:func:`first_failing_filter`);
-* the kube-scheduler's ``FailedScheduling`` message parsed per reason (:func:`parse_failed_scheduling`).
+* the kube-scheduler's ``FailedScheduling`` message parsed per reason (:func:`parse_failed_scheduling`), the DRA
+  reasons (``cannot allocate all claims``, ``resourceclaim not available on the node``) as filter ``dra``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -140,6 +141,19 @@ def _match_expression(expr, labels, name):
     return False
 
 
+def node_selector_matches(selector, node):
+    """True when ``node`` matches a NodeSelector (a claim allocation's ``nodeSelector``): its terms are ORed, the
+    expressions and fields of a term ANDed; no selector matches every node."""
+    terms = (selector or {}).get("nodeSelectorTerms") or []
+    labels, name = labels_of(node), name_of(node)
+    return not terms or any(
+        all(
+            _match_expression(e, labels, name) for e in (t.get("matchExpressions") or []) + (t.get("matchFields") or [])
+        )
+        for t in terms
+    )
+
+
 def selector_mismatches(pod, node):
     """What of the pod's nodeSelector / required node affinity the node fails; empty list when it matches.
 
@@ -228,6 +242,8 @@ def classify_reason(text):
         return "affinity", {}
     if text.startswith("Insufficient "):
         return "resources", {"resource": text[len("Insufficient ") :].strip()}
+    if "claim" in text:  # cannot allocate all claims, resourceclaim not available on the node, ... in use
+        return "dra", {}
     return "other", {}
 
 

@@ -7,7 +7,8 @@
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
 
-"""GPU triage layers 1-3 on one node: ``driver``, ``toolkit`` (and the validator), ``device-plugin`` (pure)."""
+"""GPU triage of the node layers on one node: ``driver``, ``toolkit`` (and the validator), ``device-plugin`` (on nodes
+that use it) and ``dra`` (pure)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -18,6 +19,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
     node_view,
     operands_by_node,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import DraIndex
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
     CRASH_REASONS,
@@ -30,6 +32,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.tri
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.device_plugin import (
     device_plugin_findings,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.dra import (
+    dra_findings,
+    uses_device_plugin,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.driver import driver_finding
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.sched import (
@@ -79,7 +85,8 @@ def _events_by_name(events, kind):
 
 
 class NodeStack:
-    """Layers 1-3 for every node, from the operand pods and their events (computed once per node)."""
+    """The node layers for every node, from the operand pods and their events and the DRA objects (computed once
+    per node). ``dra`` indexes the devices of every DRA driver (for claims), ``gpu_dra`` those of NVIDIA's."""
 
     def __init__(self, snap):
         self.snap = snap
@@ -90,16 +97,18 @@ class NodeStack:
         self.node_events = _events_by_name(snap.node_events, "Node")
         self.requested = node_requested(snap.bound_pods)
         self.nodes = {name_of(n): n for n in snap.nodes}
+        self.dra = DraIndex(snap.slices, snap.claims, snap.device_classes, driver=None)
+        self.gpu_dra = DraIndex(snap.slices, snap.claims, snap.device_classes)
         self._cache = {}
 
     def view(self, name):
         """The node's ``cluster_view`` view, with the GPUs ``requested`` by the pods bound to it."""
-        view = node_view(self.nodes[name], self.by_node.get(name))
+        view = node_view(self.nodes[name], self.by_node.get(name), dra=self.gpu_dra)
         view["requested"] = dict(self.requested.get(name, {}))
         return view
 
     def findings(self, name):
-        """The node's findings of layers 1-3."""
+        """The node's findings of the node layers."""
         if name not in self._cache:
             self._cache[name] = self._walk(name)
         return self._cache[name]
@@ -137,11 +146,13 @@ class NodeStack:
         out = self._driver(name, view, managed)
         if managed:
             out.extend(self._toolkit(name, view["operands"]))
-        out.extend(
-            device_plugin_findings(
-                self.nodes[name], view, managed, self.node_events.get(name, []), self.snap.operator_namespace
+        if uses_device_plugin(view):
+            out.extend(
+                device_plugin_findings(
+                    self.nodes[name], view, managed, self.node_events.get(name, []), self.snap.operator_namespace
+                )
             )
-        )
+        out.extend(dra_findings(name, view, self._pod_evidence, self.snap.operator_namespace))
         return out
 
     def _driver(self, name, view, managed):

@@ -236,6 +236,7 @@ class TestToolkitAndDevicePlugin:
             "ok",
             "ok",
             "failed",
+            "skipped",  # dra: no node uses it
             "skipped",
             "skipped",
             "skipped",

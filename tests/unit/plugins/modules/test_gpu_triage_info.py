@@ -63,9 +63,11 @@ POLICY = {
 class FakeApiServer:
     """LISTs from memory, paginated with limit/continue; 404 for API groups and objects it does not hold."""
 
-    def __init__(self, nodes=(), pods=(), operator_pods=(), previous_log=True):
+    def __init__(self, nodes=(), pods=(), operator_pods=(), previous_log=True, dra=None, policies=(POLICY,)):
         self.nodes, self.pods, self.operator_pods = list(nodes), list(pods), list(operator_pods)
         self.previous_log = previous_log
+        self.dra = dra  # {plural: items} when resource.k8s.io/v1 is served
+        self.policies = list(policies)
         self.requests = []
 
     def request(self, method, url, headers=None, timeout=None, retries=None, body=None):
@@ -94,7 +96,12 @@ class FakeApiServer:
                 return Resp(400, {"message": "previous terminated container not found"}, "Bad Request")
             return Resp(200, b"starting\nCould not resolve Linux kernel version\n", raw=True)
         if path == "/apis/nvidia.com/v1/clusterpolicies":
-            return page([POLICY], query)
+            return page(self.policies, query)
+        if path.startswith("/apis/resource.k8s.io/v1/") and self.dra is not None:
+            items = self.dra.get(path.rsplit("/", 1)[1], [])
+            if query.get("fieldSelector", "").startswith("spec.nodeName="):
+                items = [i for i in items if i["spec"]["nodeName"] == query["fieldSelector"].partition("=")[2]]
+            return page(items, query)
         if (
             path.endswith(("/events", "/resourcequotas", "/limitranges"))
             or path == "/apis/scheduling.k8s.io/v1/priorityclasses"
@@ -190,3 +197,74 @@ def test_check_mode_returns_the_same_data(monkeypatch):
     for key in ("first_failing_layer", "findings", "layers", "summary"):
         assert normal[key] == checked[key]
     assert normal["first_failing_layer"] == "driver"
+
+
+# ------------------------------------------------------------------------------------------------
+# DRA (resource.k8s.io/v1)
+
+
+def dra_node(name):
+    labels = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.deploy.dra-driver": "true"}
+    return {
+        "metadata": {"name": name, "labels": labels},
+        "spec": {},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def claim_pod(name, template="one-gpu"):
+    return {
+        "metadata": {"name": name, "namespace": "ml", "uid": "u-" + name},
+        "spec": {
+            "containers": [{"name": "c", "resources": {"claims": [{"name": "gpu"}]}}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
+        },
+        "status": {"phase": "Pending"},
+    }
+
+
+SLICE = {
+    "metadata": {"name": "d0-gpu.nvidia.com"},
+    "spec": {
+        "driver": "gpu.nvidia.com",
+        "nodeName": "d0",
+        "pool": {"name": "d0", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "gpu-0", "attributes": {"type": {"string": "gpu"}}}],
+    },
+}
+DRA = {"deviceclasses": [{"metadata": {"name": "gpu.nvidia.com"}, "spec": {}}], "resourceslices": [SLICE]}
+
+
+def test_a_claim_pod_whose_template_is_missing_is_named_through_the_dra_lists(monkeypatch):
+    server = FakeApiServer(nodes=[dra_node("d0")], pods=[claim_pod("train", "nope")], dra=DRA, policies=())
+    result = run_module(server, monkeypatch, namespace="ml")
+    assert result["_kind"] == "exit" and [p["name"] for p in result["pods"]] == ["train"]
+    assert result["pods"][0]["first_failing_layer"] == "dra"
+    assert "ClaimTemplateNotFound" in [f["reason"] for f in result["pods"][0]["findings"]]
+    dra_paths = [p for p, _q in server.requests if p.startswith("/apis/resource.k8s.io/")]
+    assert dra_paths == [
+        "/apis/resource.k8s.io/v1/deviceclasses",
+        "/apis/resource.k8s.io/v1/resourceslices",
+        "/apis/resource.k8s.io/v1/resourceclaims",
+        "/apis/resource.k8s.io/v1/namespaces/ml/resourceclaimtemplates",
+    ]
+
+
+def test_a_namespace_of_many_claim_pods_costs_a_fixed_number_of_requests(monkeypatch):
+    def requests_for(count):
+        server = FakeApiServer(
+            nodes=[dra_node("d0")], pods=[claim_pod("p%03d" % i) for i in range(count)], dra=DRA, policies=()
+        )
+        return run_module(server, monkeypatch, namespace="ml", max_logs=0)["api_requests"]
+
+    assert requests_for(3) == requests_for(300) <= 18
+
+
+def test_a_node_triage_reads_only_that_nodes_slices(monkeypatch):
+    server = FakeApiServer(nodes=[dra_node("d0")], dra=DRA, policies=())
+    result = run_module(server, monkeypatch, node="d0")
+    assert [(p, q.get("fieldSelector")) for p, q in server.requests if p.startswith("/apis/resource.k8s.io/")] == [
+        ("/apis/resource.k8s.io/v1/resourceslices", "spec.nodeName=d0")
+    ]
+    assert result["nodes"]["d0"]["mode"] == "dra" and result["nodes"]["d0"]["dra"]["total"] == 1
+    assert "DraPluginMissing" in [f["reason"] for f in result["findings"]]
