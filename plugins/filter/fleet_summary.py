@@ -17,8 +17,12 @@ description:
     M(gpuops.gpu_operator.gpu_cluster_info) reports and, when given, the node's
     M(gpuops.gpu_operator.gpu_smoke_test) result and its monitoring data, and runs the checks in order - host NVML,
     node Ready, GPU labels, allocatable against the NVML GPU count, operand pods, MIG, smoke pod, monitoring.
+  - A node whose GPUs reach pods through DRA (its C(mode) V(dra), or V(both)) is checked, after its operand pods,
+    for its DRA kubelet plugin pod, its ResourceSlices (published, complete, of one generation), its published GPUs
+    against NVML's (count and UUIDs) and device taints, each at layer C(dra); a DRA-only node skips the allocatable
+    check and its smoke result comes from a claim.
   - Each failing check is a finding with a layer, evidence and a fix. The node's verdict names the lowest failing
-    layer in dependency order - C(driver), C(node), C(toolkit), C(device-plugin), C(gpu-health), C(mig),
+    layer in dependency order - C(driver), C(node), C(toolkit), C(device-plugin), C(dra), C(gpu-health), C(mig),
     C(scheduling), C(workload), C(monitoring).
   - Filters P(gpuops.gpu_operator.fleet_report_json#filter), P(gpuops.gpu_operator.fleet_report_markdown#filter)
     and P(gpuops.gpu_operator.fleet_report_html#filter) (the reports) and P(gpuops.gpu_operator.fleet_failure#filter)
@@ -54,6 +58,11 @@ options:
     description: C(FailedCreatePodSandBox) Events of the operator namespace, quoted as evidence for the toolkit layer.
     type: list
     elements: dict
+  dra:
+    description:
+      - The C(dra) result of M(gpuops.gpu_operator.gpu_cluster_info); a DeviceClass it lists as missing fails every
+        node using DRA at layer C(dra).
+    type: dict
 """
 
 EXAMPLES = r"""
@@ -66,10 +75,10 @@ RETURN = r"""
 _value:
   description:
     - C(rows) (one per host - C(host), C(node), C(pool), C(nvml_gpus), C(driver_version), C(health),
-      C(allocatable), C(product), C(mig_config), C(smoke), C(checks) (outcome per check - V(pass), V(fail) or
-      V(skipped)), C(verdict) (V(pass) or V(fail)), C(failing_layer), C(evidence) (of the failing layer) and
-      C(findings) (C(check), C(layer), C(evidence), C(fix), lowest layer first)), C(passed), C(failed),
-      C(failed_by_layer), C(layers), C(checks) and C(lines) (a plain-text table).
+      C(mode), C(allocatable), C(dra_devices), C(product), C(mig_config), C(smoke), C(checks) (outcome per check -
+      V(pass), V(fail) or V(skipped)), C(verdict) (V(pass) or V(fail)), C(failing_layer), C(evidence) (of the
+      failing layer) and C(findings) (C(check), C(layer), C(evidence), C(fix), lowest layer first)), C(passed),
+      C(failed), C(failed_by_layer), C(layers), C(checks) and C(lines) (a plain-text table).
   type: dict
 """
 
@@ -77,8 +86,8 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.val
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.report import summary_lines  # noqa: E402
 
 
-def _fleet_summary(hosts, nodes, smoke=None, monitoring=None, mig_layouts=None, sandbox_events=None):
-    summary = fleet_summary(hosts, nodes, smoke, monitoring, mig_layouts, sandbox_events)
+def _fleet_summary(hosts, nodes, smoke=None, monitoring=None, mig_layouts=None, sandbox_events=None, dra=None):
+    summary = fleet_summary(hosts, nodes, smoke, monitoring, mig_layouts, sandbox_events, dra)
     summary["lines"] = summary_lines(summary)
     return summary
 

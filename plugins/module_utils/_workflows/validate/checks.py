@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import is_true
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate import dra
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.mig import check_mig, mig_enabled
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.operands import check_operands
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.registry import (
@@ -206,13 +207,17 @@ def _check_monitoring(nvml, node, monitoring):
     return []
 
 
-def node_findings(host, node, smoke=None, monitoring=None, mig_layouts=None, sandbox_events=None):
+def node_findings(host, node, smoke=None, monitoring=None, mig_layouts=None, sandbox_events=None, dra_summary=None):
     """Every finding of one host and its node, in check order (see :data:`CHECKS`)."""
-    return node_checks(host, node, smoke, monitoring, mig_layouts, sandbox_events)[1]
+    return node_checks(host, node, smoke, monitoring, mig_layouts, sandbox_events, dra_summary)[1]
 
 
-def node_checks(host, node, smoke=None, monitoring=None, mig_layouts=None, sandbox_events=None):
-    """``(checks, findings)``: the outcome of each check by name (pass/fail/skipped) and the findings."""
+def node_checks(host, node, smoke=None, monitoring=None, mig_layouts=None, sandbox_events=None, dra_summary=None):
+    """``(checks, findings)``: the outcome of each check by name (pass/fail/skipped) and the findings.
+
+    A node in DRA mode (:func:`dra.dra_only`) runs the DRA checks instead of the allocatable one, a node in both
+    modes runs both; ``dra_summary`` is gpu_cluster_info's cluster-wide ``dra`` (its missing DeviceClasses fail
+    every node using DRA)."""
     nvml = host.get("nvidia_gpu") or {}
     outcome = {}
     findings = []
@@ -227,10 +232,21 @@ def node_checks(host, node, smoke=None, monitoring=None, mig_layouts=None, sandb
         for name, _unused in CHECKS[2:]:
             outcome[name] = SKIP
         return outcome, findings
+    in_dra = dra.uses_dra(node)
     record("labels", _check_labels(node))
-    record("allocatable", _check_allocatable(nvml, node), ran=bool(nvml.get("available")) and not mig_enabled(node))
+    if dra.dra_only(node):
+        outcome["allocatable"] = SKIP
+    else:
+        record("allocatable", _check_allocatable(nvml, node), ran=bool(nvml.get("available")) and not mig_enabled(node))
     record("operands", check_operands(node, sandbox_events))
-    record("mig", check_mig(nvml, node, mig_layouts), ran=mig_enabled(node))
+    for name, found in (
+        ("dra-plugin", dra.check_plugin(node)),
+        ("dra-slices", dra.check_slices(node) + dra.check_classes(dra_summary)),
+        ("dra-devices", dra.check_devices(nvml, node)),
+        ("dra-taints", dra.check_taints(node)),
+    ):
+        record(name, found if in_dra else [], ran=in_dra)
+    record("mig", check_mig(nvml, node, mig_layouts, advertised=not dra.dra_only(node)), ran=mig_enabled(node))
     record("smoke", _check_smoke(smoke), ran=smoke is not None)
     record("monitoring", _check_monitoring(nvml, node, monitoring), ran=monitoring is not None)
     health = _check_gpu_health(nvml, monitoring)

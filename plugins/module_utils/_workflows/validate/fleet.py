@@ -9,11 +9,11 @@
 """GPU node validation: join each GPU host's own facts with the cluster's view of its node, run the checks in
 order, and name the lowest broken layer.
 
-The checks run in the order of the issue (host NVML, node, labels, allocatable against NVML, operand pods, MIG,
-smoke pod, monitoring); every failing check becomes a *finding* with a layer, evidence and a fix. A node's verdict
-is ``fail`` when it has any finding, and its ``failing_layer`` is the lowest layer of the stack that failed
-(:data:`LAYERS`, in dependency order): a crashed driver also leaves no allocatable GPU and a Pending smoke pod, but
-the verdict names the driver.
+The checks run in the order of the issue (host NVML, node, labels, allocatable against NVML, operand pods - in DRA
+mode then the kubelet plugin, ResourceSlices, devices against NVML, device taints -, MIG, smoke pod, monitoring);
+every failing check becomes a *finding* with a layer, evidence and a fix. A node's verdict is ``fail`` when it has
+any finding, and its ``failing_layer`` is the lowest layer of the stack that failed (:data:`LAYERS`, in dependency
+order): a crashed driver also leaves no allocatable GPU and a Pending smoke pod, but the verdict names the driver.
 
 Pure functions over plain dicts (facts, ``gpu_cluster_info`` nodes, ``gpu_smoke_test`` results, Prometheus and
 EndpointSlice JSON): tested without a cluster, used by the ``fleet_summary`` filter and the ``gpu_validate`` role.
@@ -41,14 +41,14 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.val
 )
 
 
-def fleet_summary(hosts, nodes, smoke=None, monitoring=None, mig_layouts=None, sandbox_events=None):
+def fleet_summary(hosts, nodes, smoke=None, monitoring=None, mig_layouts=None, sandbox_events=None, dra=None):
     """One row per host: the node's GPU view, the host's NVML view, each check and the verdict.
 
     ``hosts`` maps an inventory host name to ``{node_name, pool, nvidia_gpu}``; ``nodes`` is gpu_cluster_info's
     ``nodes``; ``smoke`` is gpu_smoke_test's ``results`` (None: not run); ``monitoring`` is either
     ``{"source": "prometheus", "series": <count by node result>, "xid": <xid result>, "node_label": ...}`` or
     ``{"source": "endpoints", "service": <the exporter Service exists>, "endpoint_slices": [...]}`` (None: not
-    checked); ``sandbox_events`` raw Event dicts.
+    checked); ``sandbox_events`` raw Event dicts; ``dra`` gpu_cluster_info's cluster-wide ``dra``.
     """
     per_node_monitoring = None
     if monitoring:
@@ -73,7 +73,7 @@ def fleet_summary(hosts, nodes, smoke=None, monitoring=None, mig_layouts=None, s
         nvml = host.get("nvidia_gpu") or {}
         mon = None if per_node_monitoring is None else per_node_monitoring.get(node_name, empty)
         smoke_result = None if smoke is None else smoke.get(node_name, {"status": "failed", "reason": "not run"})
-        checks, findings = node_checks(host, node, smoke_result, mon, mig_layouts, events)
+        checks, findings = node_checks(host, node, smoke_result, mon, mig_layouts, events, dra)
         layer = failing_layer(findings)
         rows.append(
             {
@@ -83,7 +83,9 @@ def fleet_summary(hosts, nodes, smoke=None, monitoring=None, mig_layouts=None, s
                 "nvml_gpus": nvml.get("gpu_count"),
                 "driver_version": nvml.get("driver_version"),
                 "health": nvml.get("health"),
+                "mode": (node or {}).get("mode"),
                 "allocatable": (node or {}).get("allocatable", {}),
+                "dra_devices": ((node or {}).get("dra") or {}).get("devices_total"),
                 "product": ((node or {}).get("gpu") or {}).get("product"),
                 "mig_config": (((node or {}).get("gpu") or {}).get("mig") or {}).get("config"),
                 # status and reason only: the pod name and duration differ each run (gpu_smoke_test returns them)

@@ -47,8 +47,9 @@ def expected_mig_resources(node, gpu_count, layouts=None):
     return {"nvidia.com/gpu": sum(int(n) for n in per_gpu.values()) * gpu_count}
 
 
-def check_mig(nvml, node, layouts=None):
-    """A finding when the MIG config the node asks for failed to apply or its resources are not advertised."""
+def check_mig(nvml, node, layouts=None, advertised=True):
+    """A finding when the MIG config the node asks for failed to apply or (``advertised``: extended resources, not
+    DRA devices) its resources are not advertised."""
     if not mig_enabled(node):
         return []
     mig = node["gpu"]["mig"]
@@ -64,7 +65,7 @@ def check_mig(nvml, node, layouts=None):
             )
         ]
     count = nvml.get("gpu_count") or (node.get("gpu") or {}).get("count") or 0
-    want = expected_mig_resources(node, count, layouts)
+    want = expected_mig_resources(node, count, layouts) if advertised else None
     if want is None:
         return []
     have = node.get("allocatable") or {}

@@ -26,6 +26,8 @@ COMPONENT_LAYERS = {
     "dcgm-exporter": "monitoring",
     "node-status-exporter": "monitoring",
 }
+#: The DRA kubelet plugin: the ``dra-plugin`` check owns it (validate/dra.py).
+OWNED_ELSEWHERE = ("dra-driver",)
 
 #: The operator-validator's init containers (and their log prefixes) name the component they validate.
 VALIDATION_LAYERS = (
@@ -63,7 +65,7 @@ def check_operands(node, sandbox_events=None):
     operands = node.get("operands") or {}
     driver_ok = (operands.get("driver") or {}).get("ready", True)
     findings = []
-    for component in sorted(operands):
+    for component in sorted(c for c in operands if c not in OWNED_ELSEWHERE):
         pod = dict(operands[component], component=component)
         if pod.get("ready") or pod.get("phase") == "Succeeded":
             continue
@@ -82,7 +84,7 @@ def check_operands(node, sandbox_events=None):
         elif layer is None and component == "operator-validator":
             layer = _validator_layer(pod)
         findings.append(finding("operands", layer or "toolkit", evidence, fix))
-    for component in node.get("operands_missing") or []:
+    for component in [c for c in node.get("operands_missing") or [] if c not in OWNED_ELSEWHERE]:
         findings.append(
             finding(
                 "operands",

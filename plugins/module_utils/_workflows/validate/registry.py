@@ -18,7 +18,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers i
 #: Layers in dependency order (the core vocabulary's validation subset); a node's failing layer is the first of
 #: these with a finding.
 LAYERS = in_layer_order(
-    ("driver", "node", "toolkit", "device-plugin", "gpu-health", "mig", "scheduling", "workload", "monitoring")
+    ("driver", "node", "toolkit", "device-plugin", "dra", "gpu-health", "mig", "scheduling", "workload", "monitoring")
 )
 
 #: The checks, in the order they run, and what each looks at.
@@ -26,10 +26,14 @@ CHECKS = (
     ("host", "NVML on the host sees the GPUs"),
     ("node", "the host's Kubernetes node exists and is Ready"),
     ("labels", "GPU labels present (gpu.present, product, count)"),
-    ("allocatable", "allocatable nvidia.com/gpu equals the NVML GPU count"),
+    ("allocatable", "extended-resource mode: allocatable nvidia.com/gpu equals the NVML GPU count"),
     ("operands", "GPU Operator operand pods ready"),
+    ("dra-plugin", "DRA mode: the DRA kubelet plugin pod ready"),
+    ("dra-slices", "DRA mode: the node's ResourceSlices published, complete and current; the DeviceClasses exist"),
+    ("dra-devices", "DRA mode: the published GPUs equal NVML's, by count and UUID"),
+    ("dra-taints", "DRA mode: no device taint keeps claims from a device"),
     ("mig", "MIG config applied and advertised as requested"),
-    ("smoke", "a GPU smoke-test pod passed"),
+    ("smoke", "a GPU smoke-test pod passed (through a ResourceClaim in DRA mode)"),
     ("monitoring", "DCGM metrics (Prometheus) or exporter endpoints present"),
 )
 

@@ -20,7 +20,7 @@ import json
 
 REPORT_KIND = "gpuops.gpu_operator/validation-report"
 #: A minor version only adds optional fields; a major version changes or removes fields.
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 
 def report_content(summary):

@@ -111,13 +111,13 @@ def test_the_ladder_shows_where_each_failing_node_stops():
         for node, g in rows.items()
     }
     assert list(states["h100-4"]) == list(LAYERS)
-    assert [states["h100-4"][layer] for layer in LAYERS] == ["ok"] * 3 + ["critical"] + ["unknown"] * 5
+    assert [states["h100-4"][layer] for layer in LAYERS] == ["ok"] * 3 + ["critical"] + ["unknown"] * (len(LAYERS) - 4)
     assert states["h100-3"]["driver"] == "critical" and states["h100-3"]["node"] == "unknown"
     stop = [c for c in rows["a100-1"].all("g", class_="layer-cell") if c.attrs["data-state"] == "critical"][0]
     assert stop.one("title").text.startswith("a100-1, toolkit: device-plugin pod device-plugin-x is not ready")
     assert stop.one("rect").attrs["fill"] == _html.SEVERITY_FILLS["critical"]
     counts = [t.text for t in svg.all("text") if t.text.endswith(("stop", "stops"))]
-    assert counts == ["1 stop", "0 stops", "1 stop", "1 stop", "1 stop", "0 stops", "0 stops", "0 stops", "0 stops"]
+    assert counts == ["1 stop", "0 stops", "1 stop", "1 stop", "0 stops", "1 stop"] + ["0 stops"] * 4
 
 
 def test_a_node_failing_at_a_higher_layer_too_shows_it_as_a_consequence():
