@@ -42,7 +42,7 @@ def _is_nvidia(name, binary):
 
 
 def containerd_summary(cfg):
-    """Runtimes, the default runtime, CDI, the cgroup driver and each NVIDIA handler (binary, runtime type,
+    """Runtimes, the default runtime, CDI, NRI, the cgroup driver and each NVIDIA handler (binary, runtime type,
     SystemdCgroup) of a parsed containerd config (v2, or v3 with its CRI runtime plugin)."""
     plugins = cfg.get("plugins") or {}
     version = cfg.get("version")
@@ -72,13 +72,21 @@ def containerd_summary(cfg):
         "nvidia_runtimes": handlers,
         "systemd_cgroup": cgroup if cgroup is not None else get_in(runtimes, "runc", "options", "SystemdCgroup"),
         "cdi_enabled": cri.get("enable_cdi"),
+        "nri_enabled": _containerd_nri(plugins),
         "imports": cfg.get("imports") if isinstance(cfg.get("imports"), list) else [],
     }
 
 
+def _containerd_nri(plugins):
+    """True when the config has the NRI plugin's table without ``disable = true`` (containerd 1.7 ships it
+    disabled); False when the table is absent or disabled."""
+    nri = get_in(plugins, "io.containerd.nri.v1.nri")
+    return isinstance(nri, dict) and nri.get("disable") is not True
+
+
 def crio_summary(cfg):
-    """Runtimes, the default runtime, the cgroup manager and each NVIDIA handler (runtime_path, runtime_type; the
-    cgroup manager is CRI-O's own) of a parsed CRI-O config."""
+    """Runtimes, the default runtime, the cgroup manager, NRI (``[crio.nri] enable_nri``) and each NVIDIA handler
+    (runtime_path, runtime_type; the cgroup manager is CRI-O's own) of a parsed CRI-O config."""
     runtime = _dict(get_in(cfg, "crio", "runtime"))
     runtimes = _dict(runtime.get("runtimes"))
     manager = runtime.get("cgroup_manager")
@@ -96,6 +104,7 @@ def crio_summary(cfg):
             if _is_nvidia(name, get_in(rt, "runtime_path"))
         },
         "cgroup_manager": manager,
+        "nri_enabled": get_in(cfg, "crio", "nri", "enable_nri") is True,
     }
 
 

@@ -340,6 +340,36 @@ def test_a_containerd_drop_in_overrides_the_base_key_by_key():
     assert base["plugins"]["io.containerd.cri.v1.runtime"] == {"containerd": {"default_runtime_name": "runc"}}
 
 
+@pytest.mark.parametrize(
+    "nri, enabled",
+    [
+        ('[plugins."io.containerd.nri.v1.nri"]\n  disable = false\n', True),
+        ('[plugins."io.containerd.nri.v1.nri"]\n  disable = true\n', False),  # as containerd 1.7 ships it
+        ("", False),
+    ],
+)
+def test_containerd_nri_is_enabled_by_its_plugin_table_without_disable(tmp_path, nri, enabled):
+    write(minimal(tmp_path), "etc/kubernetes/kubelet.conf", "")
+    write(tmp_path, "etc/containerd/config.toml", "version = 2\n" + nri)
+    assert hf.collect(str(tmp_path))["container_runtime"]["config"]["nri_enabled"] is enabled
+
+
+@pytest.mark.parametrize("nri, enabled", [("[crio.nri]\nenable_nri = true\n", True), ("", False)])
+def test_crio_nri_is_enabled_by_enable_nri_in_a_drop_in(tmp_path, nri, enabled):
+    write(minimal(tmp_path), "etc/crio/crio.conf", '[crio.runtime]\ncgroup_manager = "systemd"\n')
+    write(tmp_path, "etc/crio/crio.conf.d/10-nri.conf", nri)
+    cr = hf.collect(str(tmp_path))["container_runtime"]
+    assert (cr["name"], cr["config"]["nri_enabled"]) == ("cri-o", enabled)
+
+
+def test_an_unreadable_runtime_config_leaves_nri_unknown(tmp_path):
+    write(minimal(tmp_path), "etc/kubernetes/kubelet.conf", "")
+    write(tmp_path, "etc/containerd/config.toml", '[plugins."io.containerd.nri.v1.nri"\n')
+    f = hf.collect(str(tmp_path))
+    assert f["container_runtime"]["config"] is None  # so nri_enabled is null: not read
+    assert ("/etc/containerd/config.toml", "malformed") in reasons(f)
+
+
 def test_modprobe_files_in_etc_hide_those_of_the_same_name_in_lib(tmp_path):
     write(minimal(tmp_path), "lib/modprobe.d/nvidia.conf", "blacklist nouveau\n")
     write(tmp_path, "etc/modprobe.d/nvidia.conf", "# nouveau allowed here\n")
