@@ -114,19 +114,19 @@ class _Parser:
             raise Unsupported("unexpected %r" % (self.peek()[1],))
         return tree
 
-    def disjunction(self):
-        left = self.conjunction()
-        while self.peek() == ("op", "||"):
+    def _chain(self, token, op, operand):
+        """``operand (token operand)*`` as nested ``(op, left, right)``, left to right."""
+        left = operand()
+        while self.peek() == ("op", token):
             self.take()
-            left = ("or", left, self.conjunction())
+            left = (op, left, operand())
         return left
 
+    def disjunction(self):
+        return self._chain("||", "or", self.conjunction)
+
     def conjunction(self):
-        left = self.comparison()
-        while self.peek() == ("op", "&&"):
-            self.take()
-            left = ("and", left, self.comparison())
-        return left
+        return self._chain("&&", "and", self.comparison)
 
     def comparison(self):
         left = self.unary()
