@@ -135,6 +135,28 @@ def nearest_driver(operator_version, driver_version):
     return branches[branch]["drivers"][0]
 
 
+def nri_runtime(operator_version, runtime_version):
+    """(supported, requirement) of a node's ``containerd://`` or ``cri-o://`` runtime in NRI plugin mode;
+    ``requirement`` says what the release needs of that runtime."""
+    row = data.NRI_PLUGIN
+    if version_tuple(release_key(operator_version)) < version_tuple(row["first_release"]):
+        return False, "NRI plugin mode from operator %s" % row["first_release"]
+    v = version_tuple(runtime_version)
+    if str(runtime_version).startswith("cri-o://"):
+        crio = row["cri_o"]
+        ok = version_tuple(operator_version) >= version_tuple(crio["operator_from"]) and v >= version_tuple(
+            crio["from"]
+        )
+        return ok, "CRI-O >= %s with operator >= %s" % (crio["from"], crio["operator_from"])
+    ranges = row["containerd"]
+    ok = str(runtime_version).startswith("containerd://") and any(
+        version_tuple(low) <= v and (high is None or v < version_tuple(high)) for low, high in ranges
+    )
+    return ok, "containerd %s" % " or ".join(
+        "%s+" % low + (" (below %s)" % high if high else "") for low, high in ranges
+    )
+
+
 def driver_at_least(driver_version, minimum):
     """``"580.65.06" >= "580"`` is True: a bare branch minimum means any driver of that branch or later."""
     dv = version_tuple(driver_version)
@@ -177,4 +199,5 @@ def matrix():
         "cuda_drivers": copy.deepcopy(data.CUDA_DRIVERS),
         "arch_kernel_module": copy.deepcopy(data.ARCH_KERNEL_MODULE),
         "kernel_module_type_auto_min_driver": copy.deepcopy(data.KERNEL_MODULE_TYPE_AUTO_MIN_DRIVER),
+        "nri_plugin": copy.deepcopy(data.NRI_PLUGIN),
     }

@@ -188,6 +188,16 @@ DRIVER_BRANCHES = {
     "610": {"designation": "new feature", "source": _BRANCHES},
 }
 
+#: NRI plugin mode (``cdi.nriPluginEnabled``, no RuntimeClass and no containerd config edit): the first release
+#: with it and the runtimes it needs. Ranges are ``[from, below)`` over full versions (``below`` None: open).
+NRI_PLUGIN = {
+    "first_release": "26.3",
+    "containerd": [["1.7.30", "1.8"], ["2.1", None]],
+    "cri_o": {"from": "1.34", "operator_from": "26.3.2"},
+    "source": 'operator 26.3.x release notes (operator-26-and-dra.md, "Operator releases"): containerd 1.7.30+,'
+    " 2.1 or 2.2; CRI-O from 26.3.2 with CRI-O >= 1.34",
+}
+
 _CUDA = "docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html (gpu-operator.md s11)"
 
 #: CUDA major -> the minimum Linux driver under minor-version compatibility, plus the GA driver of a minor

@@ -87,6 +87,8 @@ def _sm_scrape(cluster, hosts, opts):
 
 @check("runtimeclass.nvidia", "cluster", "fail", "The operator's RuntimeClass is absent or points at its handler")
 def _runtime_class(cluster, hosts, opts):
+    if opts["nri_plugin"]:
+        return na("in NRI plugin mode (cdi.nriPluginEnabled) the operator needs no RuntimeClass or runtime handler")
     rc = cluster.get("runtime_class") or {}
     name = opts["runtime_class"]
     if rc.get("exists"):

@@ -6,7 +6,8 @@
 # This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change incompatibly at any
 # time, including in a patch release. Do not use it elsewhere.
 
-"""Host checks of the OS, kernel, container runtime and GPUs (the driver's own checks are in driver_checks)."""
+"""Host checks of the OS, kernel, container runtime (NRI included) and GPUs (the driver's own checks are in
+driver_checks)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -41,6 +42,12 @@ _MODPROBE = (
     "/lib/modprobe.d",
 )
 _UNITS = ("/etc/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system")
+#: Runtime -> how to enable NRI in its config (named by the config path the host facts report).
+_NRI_FIX = {
+    "containerd": 'Add [plugins."io.containerd.nri.v1.nri"] with disable = false to %s (containerd 1.7 ships it '
+    "disabled) and restart containerd.",
+    "cri-o": "Set enable_nri = true under [crio.nri] in %s or a crio.conf.d drop-in and restart crio.",
+}
 _UPDATES = ("/etc/apt/apt.conf.d", "/etc/dnf", "/etc/systemd/system/timers.target.wants")
 
 
@@ -159,6 +166,10 @@ def _containerd_paths(ctx, opts):
             "containerd socket %s is missing (config %s)" % (rt.get("socket"), rt.get("config_path")),
             "Start containerd, or point CONTAINERD_SOCKET in gpu_baseline_toolkit_env at the socket in use.",
         )
+    if opts["nri_plugin"]:
+        return ok(
+            "containerd socket %s is present; in NRI plugin mode the toolkit edits no containerd config" % rt["socket"]
+        )
     if distro in (None, "kubeadm") or (rt.get("config_path"), rt.get("socket")) == _STOCK_CONTAINERD:
         return ok("stock containerd paths %s, %s" % (rt.get("config_path"), rt.get("socket")))
     want = {
@@ -172,6 +183,27 @@ def _containerd_paths(ctx, opts):
     return bad(
         "%s uses non-default containerd paths; toolkit.env needs %s" % (distro, "; ".join(wrong)),
         "Set toolkit.env (gpu_baseline_toolkit_env) to %s." % ", ".join("%s=%s" % (k, want[k]) for k in _RUNTIME_ENV),
+    )
+
+
+@check("runtime.nri_enabled", "host", "fail", "NRI is enabled in the container runtime in NRI plugin mode")
+def _nri_enabled(ctx, opts):
+    if not opts["nri_plugin"]:
+        return na("gpu_baseline_nri_plugin is false (cdi.nriPluginEnabled)")
+    rt = fact(ctx, "gpu_host", "container_runtime", default={})
+    if rt.get("name") not in _NRI_FIX:
+        return bad(
+            "NRI plugin mode needs containerd or CRI-O; the container runtime is %s"
+            % (rt.get("name") or "not detected"),
+            "Run the node on containerd or CRI-O, or install without cdi.nriPluginEnabled (gpu_baseline_nri_plugin).",
+        )
+    if rt.get("config") is None:
+        return unknown(ctx, "whether NRI is enabled in %s's config" % rt["name"], str(rt.get("config_path")))
+    if rt["config"].get("nri_enabled"):
+        return ok("NRI is enabled in %s (%s)" % (rt["config_path"], rt["name"]))
+    return bad(
+        "NRI is not enabled in %s (%s): the operator's NRI plugin cannot inject GPUs" % (rt["config_path"], rt["name"]),
+        _NRI_FIX[rt["name"]] % rt["config_path"],
     )
 
 

@@ -173,3 +173,29 @@ def _runtime_version(cluster, hosts, opts):
         % tuple(rel["containerd"]),
         subjects=subjects,
     )
+
+
+@check("runtime.nri_version", "cluster", "fail", "Each GPU node's runtime supports NRI plugin mode when it is on")
+def _nri_version(cluster, hosts, opts):
+    if not opts["nri_plugin"]:
+        return na("gpu_baseline_nri_plugin is false (cdi.nriPluginEnabled)")
+    wrong, seen, subjects, needs = [], 0, [], set()
+    for h, node in sorted(_mapped_nodes(cluster, hosts).items()):
+        if node is None or not node.get("container_runtime_version"):
+            continue
+        seen += 1
+        supported, need = compat.nri_runtime(opts["operator_version"], node["container_runtime_version"])
+        if not supported:
+            wrong.append("%s %s" % (node["name"], node["container_runtime_version"]))
+            subjects.append(h)
+            needs.add(need)
+    if not seen:
+        return na("no node reports its container runtime")
+    if not wrong:
+        return ok("%d node(s) run a runtime that supports NRI plugin mode" % seen)
+    return bad(
+        "NRI plugin mode needs %s: %s" % ("; ".join(sorted(needs)), ", ".join(wrong)),
+        "Upgrade the runtime as named (or the operator to 26.3.2+ for CRI-O), or install without "
+        "cdi.nriPluginEnabled (gpu_baseline_nri_plugin: false) to use the RuntimeClass.",
+        subjects=subjects,
+    )

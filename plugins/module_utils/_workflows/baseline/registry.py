@@ -64,6 +64,7 @@ def options(raw):
         "dcgm_exporter_enabled": raw.get("dcgm_exporter_enabled", True) is not False,
         "service_monitor_enabled": raw.get("service_monitor_enabled"),
         "runtime_class": raw.get("runtime_class") or "nvidia",
+        "nri_plugin": bool(raw.get("nri_plugin")),
         "operator_namespace": raw.get("operator_namespace") or "gpu-operator",
         "skip": list(raw.get("skip") or []),
         "severity": dict(raw.get("severity") or {}),

@@ -91,6 +91,7 @@ def host_ctx(gpu_host, nvidia_gpu=None):
 
 OM = {"driver_policy": "operator-managed"}
 PRE = {"driver_policy": "preinstalled"}
+NRI = {"driver_policy": "operator-managed", "nri_plugin": True}
 NVRM = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  %s  Tue Sep 24 23:00:00 UTC 2024\n"
 OS_2004 = 'ID=ubuntu\nVERSION_ID="20.04"\nPRETTY_NAME="Ubuntu 20.04.6 LTS"\n'
 FM_WANTS = "etc/systemd/system/multi-user.target.wants/nvidia-fabricmanager.service"
@@ -133,6 +134,10 @@ HOST_CASES = {
             host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", {"proc/driver/nvidia/version": NVRM % "595.91.07"})),
             PRE,
         ),
+    ),
+    "runtime.nri_enabled": (
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd")), NRI),
+        lambda t: (host_ctx(facts("ubuntu2404-operator-driver-root")), NRI),
     ),
     "driver.library_mismatch": (
         lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd"), nvml(reason="driver_library_mismatch")), PRE),
@@ -219,6 +224,10 @@ UNKNOWN_CASES = {
     "driver.host_supported": (
         lambda t: (host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", DRIVER_GARBLED)), PRE),
         "/proc/driver/nvidia/version (malformed)",
+    ),
+    "runtime.nri_enabled": (
+        lambda t: (host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", {"etc/containerd/config.toml": GARBLED})), NRI),
+        "/etc/containerd/config.toml (malformed)",
     ),
     "os.supported": (
         lambda t: (host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", {"etc/os-release": GARBLED})), OM),
@@ -405,6 +414,10 @@ CLUSTER_CASES = {
     "runtime.version": (
         lambda t: (cluster([node("h100-0", runtime="containerd://1.7.27"), node("h100-1")]), gpu_hosts(), OM),
         lambda t: (cluster(), gpu_hosts(), OM),
+    ),
+    "runtime.nri_version": (
+        lambda t: (cluster([node("h100-0", runtime="containerd://1.7.27"), node("h100-1")]), gpu_hosts(), NRI),
+        lambda t: (cluster(), gpu_hosts(), NRI),
     ),
     "fleet.drift": (
         lambda t: (
@@ -749,3 +762,71 @@ def test_the_target_driver_fix_proposes_the_nearest_container_on_its_branch():
         "driver.target_supported",
     )
     assert r["status"] == "fail" and r["fix"].endswith("for example 580.173.02.")
+
+
+def test_nri_plugin_mode_expects_no_runtimeclass_and_no_containerd_paths_in_toolkit_env(tmp_path):
+    broken = cluster(runtime_class={"name": "nvidia", "exists": True, "handler": "runc"})
+    r = by_id(evaluate_cluster(broken, gpu_hosts(), options(NRI))["results"], "runtimeclass.nvidia")
+    assert r["status"] == "not_applicable" and "no RuntimeClass" in r["evidence"]
+    ctx = host_ctx(facts("k3s"))
+    assert by_id(evaluate_host(ctx, options(OM))["results"], "runtime.containerd_paths")["status"] == "fail"
+    assert by_id(evaluate_host(ctx, options(NRI))["results"], "runtime.containerd_paths")["status"] == "pass"
+
+
+def test_nri_checks_do_not_apply_without_the_nri_plugin(tmp_path):
+    host = evaluate_host(host_ctx(facts("ubuntu2204-kubeadm-containerd")), options(OM))["results"]
+    assert by_id(host, "runtime.nri_enabled")["status"] == "not_applicable"
+    old = cluster([node("h100-0", runtime="containerd://1.7.27")])
+    assert by_id(evaluate_cluster(old, gpu_hosts(), options(OM))["results"], "runtime.nri_version")["status"] == (
+        "not_applicable"
+    )
+
+
+@pytest.mark.parametrize(
+    "runtime, operator, passes",
+    [
+        ("containerd://1.7.30", "v26.3.0", True),
+        ("containerd://1.7.29", "v26.7.0", False),
+        ("containerd://2.0.6", "v26.7.0", False),
+        ("containerd://2.2.1", "v26.3.3", True),
+        ("cri-o://1.34.2", "v26.3.2", True),
+        ("cri-o://1.34.2", "v26.3.1", False),
+        ("cri-o://1.33.4", "v26.7.0", False),
+        ("containerd://2.1.4", "v25.10.1", False),
+    ],
+)
+def test_nri_plugin_mode_needs_containerd_1_7_30_or_2_1_and_cri_o_1_34_from_operator_26_3_2(runtime, operator, passes):
+    nodes = cluster([node("h100-0", runtime=runtime), node("h100-1", runtime=runtime)])
+    r = by_id(
+        evaluate_cluster(nodes, gpu_hosts(), options(dict(NRI, operator_version=operator)))["results"],
+        "runtime.nri_version",
+    )
+    assert r["status"] == ("pass" if passes else "fail"), r
+
+
+def test_nri_version_names_what_each_runtime_needs():
+    nodes = cluster([node("h100-0", runtime="containerd://2.0.6"), node("h100-1", runtime="cri-o://1.33.4")])
+    r = by_id(evaluate_cluster(nodes, gpu_hosts(), options(NRI))["results"], "runtime.nri_version")
+    assert r["evidence"] == (
+        "NRI plugin mode needs CRI-O >= 1.34 with operator >= 26.3.2; containerd 1.7.30+ (below 1.8) or 2.1+: "
+        "h100-0 containerd://2.0.6, h100-1 cri-o://1.33.4"
+    )
+    assert r["subjects"] == ["host-0", "host-1"]
+
+
+def test_nri_not_enabled_is_fixed_in_the_runtime_config_it_was_read_from(tmp_path):
+    r = by_id(
+        evaluate_host(host_ctx(facts("ubuntu2204-kubeadm-containerd")), options(NRI))["results"], "runtime.nri_enabled"
+    )
+    assert r["fix"].startswith(
+        'Add [plugins."io.containerd.nri.v1.nri"] with disable = false to /etc/containerd/config.toml'
+    )
+    crio = evaluate_host(host_ctx(facts("rhel9-secureboot")), options(NRI))["results"]
+    assert by_id(crio, "runtime.nri_enabled")["fix"].startswith(
+        "Set enable_nri = true under [crio.nri] in /etc/crio/crio.conf"
+    )
+    docker_only = {"gpu_host": {"container_runtime": {"name": "docker"}}, "nvidia_gpu": nvml()}
+    assert (
+        "needs containerd or CRI-O"
+        in by_id(evaluate_host(docker_only, options(NRI))["results"], "runtime.nri_enabled")["evidence"]
+    )

@@ -173,3 +173,15 @@ def test_the_nearest_driver_container_is_on_the_same_branch_before_another():
     assert c.nearest_driver("26.7", "570.211.01") == "580.173.02"
     assert c.nearest_driver("26.7", "590.48.01") == "595.91.07"
     assert c.nearest_driver("26.3", "580.65.06") == "580.159.04"
+
+
+def test_nri_plugin_mode_runtimes_from_the_26_3_release_notes():
+    assert d.NRI_PLUGIN["source"] and c.matrix()["nri_plugin"] == d.NRI_PLUGIN
+    need = "containerd 1.7.30+ (below 1.8) or 2.1+"
+    assert c.nri_runtime("26.7", "containerd://1.7.30") == (True, need)
+    assert c.nri_runtime("26.7", "containerd://2.0.6") == (False, need)
+    assert c.nri_runtime("26.3", "containerd://2.2.0") == (True, need)
+    assert c.nri_runtime("v26.3.2", "cri-o://1.34.0") == (True, "CRI-O >= 1.34 with operator >= 26.3.2")
+    assert c.nri_runtime("v26.3.1", "cri-o://1.34.0")[0] is False
+    assert c.nri_runtime("25.10", "containerd://2.1.4") == (False, "NRI plugin mode from operator 26.3")
+    assert c.nri_runtime("26.7", "docker://28.1.1")[0] is False
