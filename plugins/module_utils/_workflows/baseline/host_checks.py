@@ -42,7 +42,7 @@ _MODPROBE = (
     "/lib/modprobe.d",
 )
 _UNITS = ("/etc/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system")
-#: Runtime -> how to enable NRI in its config (named by the config path the host facts report).
+#: Runtime -> how to enable NRI in its config (the k3s/RKE2 template where there is one: it renders the config).
 _NRI_FIX = {
     "containerd": 'Add [plugins."io.containerd.nri.v1.nri"] with disable = false to %s (containerd 1.7 ships it '
     "disabled) and restart containerd.",
@@ -203,7 +203,7 @@ def _nri_enabled(ctx, opts):
         return ok("NRI is enabled in %s (%s)" % (rt["config_path"], rt["name"]))
     return bad(
         "NRI is not enabled in %s (%s): the operator's NRI plugin cannot inject GPUs" % (rt["config_path"], rt["name"]),
-        _NRI_FIX[rt["name"]] % rt["config_path"],
+        _NRI_FIX[rt["name"]] % (rt.get("template_path") or rt["config_path"]),
     )
 
 

@@ -825,6 +825,8 @@ def test_nri_not_enabled_is_fixed_in_the_runtime_config_it_was_read_from(tmp_pat
     assert by_id(crio, "runtime.nri_enabled")["fix"].startswith(
         "Set enable_nri = true under [crio.nri] in /etc/crio/crio.conf"
     )
+    k3s = evaluate_host(host_ctx(facts("k3s-operator-driver")), options(NRI))["results"]
+    assert "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl" in by_id(k3s, "runtime.nri_enabled")["fix"]
     docker_only = {"gpu_host": {"container_runtime": {"name": "docker"}}, "nvidia_gpu": nvml()}
     assert (
         "needs containerd or CRI-O"
