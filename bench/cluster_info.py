@@ -13,7 +13,15 @@ All HTTP goes through the collection's _clients.k8s.K8sClient (same TLS, keep-al
 is the work, not the transport. Operand pods are seeded once in namespace gpu-operator (default 7 per node,
 bound by nodeName, as DaemonSets would place them) because the scale-1000 profile runs no operator.
 
-    .venv/bin/python bench/cluster_info.py [--state-dir DIR] [--operands-per-node 7] [--repeat 3]
+--mode dra measures the DRA view instead (GPUs reached through DRA, the GPU Operator's GPUCluster mode): the bench
+writes what the DRA driver and users would - DeviceClass gpu.nvidia.com, one ResourceSlice per GPU node with the
+8 H100 devices of the h100-sxm-8 NVML fixture (as tests/sim/operator/dra_devices.py publishes them), and
+--claims-per-node ResourceClaims per node in namespace bench-dra - and seeds the GPUCluster mode's operands (DRA
+kubelet plugin, DCGM exporter, container toolkit: --operands-per-node defaults to 3). The floor then also LISTs
+resourceslices, deviceclasses and resourceclaims (all namespaces). Use a fresh bed per mode (the default).
+
+    .venv/bin/python bench/cluster_info.py [--state-dir DIR] [--mode extended-resource|dra] [--operands-per-node N]
+        [--claims-per-node 2] [--repeat 3]
 
 Without --state-dir it starts `python -m tests.sim up --profile scale-1000` in a temporary directory and stops it
 afterwards. Prints figures; never run from the test suite.
@@ -45,13 +53,20 @@ OPERANDS = [
     "nvidia-operator-validator",
     "nvidia-mig-manager",
 ]
+#: The operands of the GPU Operator's GPUCluster (DRA) mode, first the DRA kubelet plugin.
+DRA_OPERANDS = ["nvidia-dra-driver-kubelet-plugin", "nvidia-dcgm-exporter", "nvidia-container-toolkit-daemonset"]
 NAMESPACE = "gpu-operator"
+CLAIMS_NAMESPACE = "bench-dra"
+DRA_LISTS = ("resourceslices", "deviceclasses", "resourceclaims")
 
 
-def floor(kubeconfig):
+def floor(kubeconfig, dra=False):
+    """The raw LISTs (kubectl's page size): nodes and pods, and in DRA mode the three DRA collections."""
     c = new_client(kubeconfig)
     nodes = c.list_core("nodes", page_size=500)
     pods = c.list_core("pods", page_size=500)
+    for plural in DRA_LISTS if dra else ():
+        c.list_custom("resource.k8s.io", "v1", plural, page_size=500, missing_ok=False)
     return c.requests, len(nodes), len(pods)
 
 
@@ -168,16 +183,12 @@ def timed(fn, kubeconfig, repeat):
     return statistics.median(times), last
 
 
-def seed_operands(admin_kubeconfig, per_node):
-    """Create `per_node` operand pods on every GPU node (idempotent: skips when they already exist)."""
+def seed_operands(admin_kubeconfig, per_node, apps=OPERANDS):
+    """Create `per_node` operand pods (the first of `apps`) on every GPU node (idempotent: skips existing ones)."""
     from kubernetes import client, config
 
     api = client.CoreV1Api(config.new_client_from_config(config_file=admin_kubeconfig))
-    try:
-        api.create_namespace({"metadata": {"name": NAMESPACE}})
-    except client.ApiException as exc:
-        if exc.status != 409:
-            raise
+    _create_all([{"metadata": {"name": NAMESPACE}}], api.create_namespace)
     raw = new_client(admin_kubeconfig)
     nodes = [
         n["metadata"]["name"]
@@ -186,14 +197,12 @@ def seed_operands(admin_kubeconfig, per_node):
     existing = {p["metadata"]["name"] for p in raw.list_core("pods", namespace=NAMESPACE)}
     wanted = []
     for node in nodes:
-        for app in OPERANDS[:per_node]:
+        for app in apps[:per_node]:
             name = "%s-%s" % (app, node)
             if name not in existing:
                 wanted.append((name, app, node))
-
-    def create(item):
-        name, app, node = item
-        body = {
+    bodies = [
+        {
             "metadata": {"name": name, "labels": {"app": app, "app.kubernetes.io/part-of": "gpu-operator"}},
             "spec": {
                 "nodeName": node,
@@ -201,9 +210,23 @@ def seed_operands(admin_kubeconfig, per_node):
                 "containers": [{"name": "main", "image": "nvcr.io/nvidia/%s:bench" % app}],
             },
         }
+        for name, app, node in wanted
+    ]
+    t0 = time.perf_counter()
+    _create_all(bodies, lambda body: api.create_namespaced_pod(NAMESPACE, body))
+    if wanted:
+        print("seeded %d operand pods in %.1fs" % (len(wanted), time.perf_counter() - t0), flush=True)
+    return len(nodes)
+
+
+def _create_all(bodies, create):
+    """``create(body)`` for each body on 16 threads, retried on API errors other than 409 (already there)."""
+    from kubernetes import client
+
+    def one(body):
         for attempt in range(5):
             try:
-                api.create_namespaced_pod(NAMESPACE, body)
+                create(body)
                 return
             except client.ApiException as exc:
                 if exc.status == 409:
@@ -212,17 +235,69 @@ def seed_operands(admin_kubeconfig, per_node):
                     raise
                 time.sleep(0.5 * (attempt + 1))
 
-    t0 = time.perf_counter()
     with ThreadPoolExecutor(16) as pool:
-        list(pool.map(create, wanted))
-    if wanted:
-        print("seeded %d operand pods in %.1fs" % (len(wanted), time.perf_counter() - t0), flush=True)
-    return len(nodes)
+        list(pool.map(one, bodies))
+
+
+def seed_dra(admin_kubeconfig, claims_per_node):
+    """DeviceClass gpu.nvidia.com, one ResourceSlice per GPU node (8 H100 devices) and `claims_per_node`
+    ResourceClaims per node in namespace bench-dra, as the DRA driver and users would write them (idempotent)."""
+    from kubernetes import client, config
+
+    from tests.sim.operator import dra_devices as D
+
+    api = config.new_client_from_config(config_file=admin_kubeconfig)
+    custom, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
+    raw = new_client(admin_kubeconfig)
+    nodes = [
+        n["metadata"]["name"]
+        for n in raw.list_core("nodes", label_selector="feature.node.kubernetes.io/pci-10de.present=true")
+    ]
+    t0 = time.perf_counter()
+    _create_all(
+        [D.device_class("gpu.nvidia.com", "gpu")],
+        lambda b: custom.create_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", b),
+    )
+    devices = D.devices(D.load_fixture("h100-sxm-8"))
+    pool = {"generation": 1, "resourceSliceCount": 1}
+    have = {s["metadata"]["name"] for s in raw.list_custom("resource.k8s.io", "v1", "resourceslices", page_size=2000)}
+    slices = [
+        {
+            "metadata": {"name": D.slice_name(n)},
+            "spec": {"driver": D.DRIVER, "nodeName": n, "pool": dict(pool, name=n), "devices": devices},
+        }
+        for n in nodes
+        if D.slice_name(n) not in have
+    ]
+    _create_all(slices, lambda b: custom.create_cluster_custom_object("resource.k8s.io", "v1", "resourceslices", b))
+    _create_all([{"metadata": {"name": CLAIMS_NAMESPACE}}], core.create_namespace)
+    spec = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 1}}]}}
+    have = {c["metadata"]["name"] for c in raw.list_custom("resource.k8s.io", "v1", "resourceclaims", page_size=2000)}
+    claims = [
+        {"metadata": {"name": "train-%s-%d" % (n, i)}, "spec": spec}
+        for n in nodes
+        for i in range(claims_per_node)
+        if "train-%s-%d" % (n, i) not in have
+    ]
+    _create_all(
+        claims,
+        lambda b: custom.create_namespaced_custom_object(
+            "resource.k8s.io", "v1", CLAIMS_NAMESPACE, "resourceclaims", b
+        ),
+    )
+    if slices or claims:
+        print(
+            "seeded %d ResourceSlices and %d ResourceClaims in %.1fs"
+            % (len(slices), len(claims), time.perf_counter() - t0),
+            flush=True,
+        )
 
 
 def main():
     ap = parser(__doc__)
-    ap.add_argument("--operands-per-node", type=int, default=7, choices=range(0, len(OPERANDS) + 1))
+    ap.add_argument("--mode", choices=["extended-resource", "dra"], default="extended-resource")
+    ap.add_argument("--operands-per-node", type=int, choices=range(0, len(OPERANDS) + 1), help="default 7 (dra: 3)")
+    ap.add_argument("--claims-per-node", type=int, default=2, help="ResourceClaims per node in --mode dra")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-loop", action="store_true", help="skip the (slow) per-node loops")
     ap.add_argument(
@@ -232,22 +307,34 @@ def main():
         help="nodes the kubectl loop is timed on (scaled to all GPU nodes); 0 skips it",
     )
     opts = ap.parse_args()
+    dra = opts.mode == "dra"
+    per_node = opts.operands_per_node if opts.operands_per_node is not None else (3 if dra else 7)
 
     with scale_testbed(opts.state_dir) as state_dir:
         state = json.loads(Path(state_dir, "state.json").read_text())
         admin, sa = state["kubeconfig"], state["sa_kubeconfig"]
-        gpu_nodes = seed_operands(admin, opts.operands_per_node)
+        gpu_nodes = seed_operands(admin, per_node, DRA_OPERANDS if dra else OPERANDS)
+        if dra:
+            seed_dra(admin, opts.claims_per_node)
         time.sleep(2)
         print(
-            "profile %s: %d GPU nodes, %d operand pods per node; best of %d interleaved runs (loops: 1 run); "
-            "identity: least privilege" % (state.get("profile"), gpu_nodes, opts.operands_per_node, opts.repeat),
+            "profile %s, mode %s: %d GPU nodes, %d operand pods per node%s; best of %d interleaved runs (loops: 1 "
+            "run); identity: least privilege"
+            % (
+                state.get("profile"),
+                opts.mode,
+                gpu_nodes,
+                per_node,
+                ", a ResourceSlice of 8 devices and %d claims per node" % opts.claims_per_node if dra else "",
+                opts.repeat,
+            ),
             flush=True,
         )
 
         # Interleaved, best of --repeat: the quick methods take turns so that load from other processes on the
         # machine hits them alike; the best run is the least disturbed one.
         quick = {
-            "floor": floor,
+            "floor": lambda k: floor(k, dra),
             "gpu_cluster_info": module_gather,
             "gpu_cluster_info page_size=500": lambda k: module_gather(k, 500),
             "typed models (floor LISTs)": typed_models,
@@ -271,7 +358,9 @@ def main():
         print("\n%-40s %9s %9s %10s  %s" % ("method", "seconds", "requests", "vs floor", "objects (nodes, pods)"))
         for name, (secs, (n_reqs, n, p)) in rows.items():
             print("%-40s %9.3f %9d %9.2fx  %d, %d" % (name, secs, n_reqs, secs / base, n, p))
-        print("\nTargets at %d GPU nodes (gpu_cluster_info at its default page_size):" % gpu_nodes)
+        print(
+            "\nTargets at %d GPU nodes, mode %s (gpu_cluster_info at its default page_size):" % (gpu_nodes, opts.mode)
+        )
         ratio = mod / base
         print(
             "  gpu_cluster_info / raw LIST floor  = %.2fx  (%d vs %d requests; target <= 1.5x: %s)"

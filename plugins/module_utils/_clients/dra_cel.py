@@ -66,14 +66,19 @@ def quantity(text):
     return int(number) if number == int(number) else number
 
 
-def attribute_value(attr):
-    """A published attribute (``{"string": ..}``, ``{"int": ..}``, ``{"bool": ..}``, ``{"version": ..}``) as a value."""
-    for kind in ("string", "int", "bool"):
+def plain_value(attr):
+    """A published attribute (``{"string": ..}``, ``{"int": ..}``, ``{"bool": ..}``, ``{"version": ..}``) as a plain
+    value (a version as its text); None when it has none of these."""
+    for kind in ("string", "int", "bool", "version"):
         if kind in (attr or {}):
             return attr[kind]
-    if "version" in (attr or {}):
-        return Version(attr["version"])
     return None
+
+
+def attribute_value(attr):
+    """A published attribute as CEL sees it: a version as a :class:`Version`, anything else plain."""
+    value = plain_value(attr)
+    return Version(value) if "version" in (attr or {}) else value
 
 
 def _tokens(text):

@@ -22,8 +22,8 @@ import re
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_cel import (
     Unsupported,
-    attribute_value,
     matches,
+    plain_value,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import key_of, name_of, namespace_of
 
@@ -42,19 +42,13 @@ def natural_key(text):
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", str(text))]
 
 
-def _plain(raw):
-    """A published attribute as a plain value (versions as their text)."""
-    value = attribute_value(raw)
-    return getattr(value, "text", value)
-
-
 def device_value(device, name):
     """The published value of attribute ``name`` of a raw device (any domain), None when absent."""
     attrs = device.get("attributes") or {}
     raw = attrs.get(name)
     if raw is None:
         raw = next((v for k, v in attrs.items() if k.rpartition("/")[2] == name), None)
-    return _plain(raw)
+    return plain_value(raw)
 
 
 def taints_of(device):
@@ -117,15 +111,17 @@ def device_view(device, holders):
     """One device as the module returns it (``holders``: its entries of :func:`allocations`)."""
     exclusive = [h for h in holders if not h["admin_access"]]
     taints = taints_of(device)
+    attributes = {k: plain_value(v) for k, v in sorted((device.get("attributes") or {}).items())}
+    short = {k.rpartition("/")[2]: v for k, v in attributes.items()}
     return {
         "name": device.get("name"),
-        "type": device_value(device, "type"),
-        "uuid": device_value(device, "uuid"),
-        "product": device_value(device, "productName"),
-        "profile": device_value(device, "profile"),
-        "parent_uuid": device_value(device, "parentUUID"),
-        "driver_version": device_value(device, "driverVersion"),
-        "attributes": {k: _plain(v) for k, v in sorted((device.get("attributes") or {}).items())},
+        "type": short.get("type"),
+        "uuid": short.get("uuid"),
+        "product": short.get("productName"),
+        "profile": short.get("profile"),
+        "parent_uuid": short.get("parentUUID"),
+        "driver_version": short.get("driverVersion"),
+        "attributes": attributes,
         "capacity": {k: (v or {}).get("value") for k, v in sorted((device.get("capacity") or {}).items())},
         "taints": taints,
         "allocated": bool(exclusive),
