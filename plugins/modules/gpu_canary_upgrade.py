@@ -10,7 +10,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 module: gpu_canary_upgrade
-short_description: Cluster-side steps of a canary GPU driver upgrade - plan, prepare, wave, finish, rollback
+short_description: Cluster-side steps of a canary GPU driver upgrade - plan, prepare, wave, finish, rollback, status
 description:
   - Moves GPU nodes to a new driver version in waves, a canary pool first, through the GPU Operator's own upgrade
     controller. Every node that is not in the current wave carries the skip label
@@ -18,21 +18,35 @@ description:
   - The progress record (the plan, each wave's status, the nodes it labelled) is a ConfigMap in
     O(operator_namespace), so a second run with the same target continues where the first stopped.
   - O(step=plan) reads the cluster and returns the plan (waves and their nodes, labels, taints) and the gate
-    (nodes in C(upgrade-failed), foreign cordons, PodDisruptionBudgets, GPU jobs). Read-only.
-  - O(step=prepare) makes every operand (ClusterPolicy C(spec.daemonsets.tolerations)) and the NFD worker tolerate
-    the canary taint, sets the skip label on every node not yet proven, saves the record and only then points the
-    ClusterPolicy (or every NVIDIADriver in CRD mode) at O(driver_version) with O(upgrade_policy).
+    (nodes in C(upgrade-failed), foreign cordons, PodDisruptionBudgets, GPU jobs, the CUDA versions of running
+    workloads, and a change the operator would never make - a driver version where the driver is preinstalled or
+    disabled, a toolkit, device plugin or MIG setting in O(chart_values) where that operand is disabled). Read-only.
+  - O(step=prepare) saves the record (with what it is about to change, as it was), makes every operand
+    (ClusterPolicy C(spec.daemonsets.tolerations)) and the NFD worker tolerate the canary taint, sets the skip label
+    on every node not yet proven and only then points the ClusterPolicy (or every NVIDIADriver in CRD mode) at
+    O(driver_version) with O(upgrade_policy). It refuses to run when the gate fails, before any write.
   - O(step=wave) taints the wave's nodes, waits for or evicts their GPU pods (Eviction API, so
     PodDisruptionBudgets hold; pods matching O(wait_for_completion_selector) are waited for), removes their skip
     label, waits for C(upgrade-done) on the target driver, then proves each node (driver label, allocatable equals
-    capacity, validator and operand pods ready, no new Xid event, DCGM XID errors when O(dcgm_url) is set).
+    capacity, validator and operand pods ready and on their DaemonSet's images, no new Xid event, DCGM XID errors
+    when O(dcgm_url) is set). It stops at the first failed node, and when nothing can progress - no node of the
+    wave moves (upgrade state or driver) for O(stall_grace) seconds and none is in progress.
+  - Every wait returns after O(progress_interval) seconds with RV(progress) (where it stands, C(waiting=true));
+    calling the same step again with O(continue_wait=true) goes on with the same deadlines.
   - O(step=finish_wave) records the caller's own proof (smoke pods, test workloads). V(passed=true) removes the
-    canary taint and marks the wave proven; after the last wave it removes the skip labels it set.
+    canary taint and marks the wave proven; after the last wave it removes the skip labels it set and takes back
+    the preparation (tolerations, update strategy, upgrade policy).
   - On the first failure (O(step=wave), or O(step=finish_wave) with V(passed=false)) it aborts - the wave's nodes
     stay tainted, failed nodes get the annotation C(gpuops.io/canary-upgrade-failed) saying why, nodes the
-    controller has not started get their skip label back - and fails with the reason.
-  - O(step=rollback) points the driver back at the record's source version, clears the failure annotations and
-    taints, removes the skip labels and waits up to O(wave_timeout) for every planned node to run it again.
+    controller has not started get their skip label back - and fails with the reason, what is left on the cluster
+    and what to run next.
+  - O(step=rollback) needs no target (the record has it). It points the driver back at the record's source
+    version, clears the failure annotations and taints, removes the skip labels, waits up to O(wave_timeout) for
+    every planned node whose driver the operator manages to run it again, then takes back the preparation. A
+    rollback that fails says which nodes did not come back; running it again finishes it.
+  - O(step=status) needs no target and only reads - the recorded plan and phase, each planned node's state, the
+    reason of the last failure, what a canary upgrade left on the cluster (RV(status.leftovers)) and what to run
+    next.
 author:
   - gpuops.gpu_operator contributors (@gpuops)
 requirements:
@@ -48,8 +62,8 @@ notes:
   - Needs the RBAC rules of the collection's C(docs/rbac.yml) - patch on nodes, ClusterPolicies and NVIDIADrivers,
     ConfigMaps in O(operator_namespace), C(create) on C(pods/eviction), C(list) on PodDisruptionBudgets, events
     and pods.
-  - In check mode no step writes anything; O(step=plan) returns the plan and the other steps return the changes
-    they would make in RV(changes).
+  - In check mode no step writes anything; O(step=plan) returns the plan, O(step=status) the status, and the other
+    steps return the changes they would make in RV(changes).
   - There is no diff; the changes a step makes, or would make, are listed in RV(changes).
 seealso:
   - name: Canary upgrade guide
@@ -59,17 +73,24 @@ options:
   step:
     description: Which step to run (see the description).
     type: str
-    choices: [plan, prepare, wave, finish_wave, rollback]
+    choices: [plan, prepare, wave, finish_wave, rollback, status]
     default: plan
   driver_version:
-    description: Target driver version, for example V(610.57.04). At least one of O(driver_version) and
-      O(chart_version) is needed.
+    description: Target driver version, for example V(610.57.04). Every step but O(step=rollback) and
+      O(step=status) needs O(driver_version), O(chart_version) or both.
     type: str
   chart_version:
     description:
       - Target GPU Operator chart version; recorded in the plan. The chart upgrade itself runs through
         M(gpuops.gpu_operator.gpu_operator) after O(step=prepare).
     type: str
+  chart_values:
+    description:
+      - The chart values the chart upgrade will apply. The gate refuses a toolkit (C(toolkit)), device plugin
+        (C(devicePlugin)) or MIG (C(migManager), C(mig)) setting that differs from the ClusterPolicy where that
+        operand is disabled (C(enabled=false), or the node's C(nvidia.com/gpu.deploy.*) label).
+    type: dict
+    default: {}
   canary_nodes:
     description: Node names of the canary pool (for example the k8s node names of inventory group C(gpu_canary)).
     type: list
@@ -154,9 +175,29 @@ options:
     type: int
     default: 600
   wave_timeout:
-    description: Seconds a wave's nodes may take to reach C(upgrade-done) before the wave aborts.
+    description: Seconds a wave's nodes may take to reach C(upgrade-done) before the wave aborts (and the rollback's
+      nodes to come back).
     type: int
     default: 1800
+  stall_grace:
+    description:
+      - Seconds in which some node of a released wave (or of the rollback) must show upgrade progress - a new upgrade
+        state or driver. When none moves for that long and none is in progress (for example no upgrade state ever
+        appears, because the operator does not run its upgrade controller or does not manage the driver), the wave
+        stops early instead of waiting for O(wave_timeout).
+    type: int
+    default: 180
+  progress_interval:
+    description:
+      - Seconds a wait may run before the step returns RV(progress) with C(waiting=true); V(0) waits to the end.
+    type: int
+    default: 30
+  continue_wait:
+    description:
+      - Set when calling the same step again after it returned C(progress.waiting=true) - the waits keep the
+        deadlines and the last movement of the calls before instead of starting afresh.
+    type: bool
+    default: false
   proof_timeout:
     description: Seconds the cluster-side proof may wait for operands and allocatable GPUs to settle.
     type: int
@@ -234,22 +275,35 @@ EXAMPLES = r"""
 
 # Then wave and finish_wave again for waves 1, 2, ... (canary_plan.plan.next_wave is the next one to run).
 
-- name: After an abort, roll the driver back to the version the record started from
+- name: Where the upgrade stands (read-only, no target needed) - the record, each node, what is left, what to run
+  gpuops.gpu_operator.gpu_canary_upgrade:
+    step: status
+  register: canary_status
+
+- name: After an abort, roll back to the versions the record started from (no target needed), a line every 30 s
   gpuops.gpu_operator.gpu_canary_upgrade:
     step: rollback
-    driver_version: 610.57.04
-    canary_nodes: "{{ groups['gpu_canary'] | map('extract', hostvars, 'k8s_node_name') | list }}"
-    waves: [1, "25%", "100%"]
+    continue_wait: "{{ poll > 0 }}"
+  register: canary_rollback
+  loop: "{{ range(0, 100) | list }}"
+  loop_control:
+    loop_var: poll
+    label: "{{ canary_rollback.progress.lines | default([]) | join('; ') }}"
+    break_when:
+      - canary_rollback is failed or not canary_rollback.progress.waiting
 """
 
 RETURN = r"""
 plan:
   description:
-    - The plan - C(target) and C(from) versions, C(mode) (V(clusterpolicy) or V(nvidiadriver)), C(taint), C(skip_label),
-      C(waves) (C(index), C(name), C(nodes), C(status), C(taint)), C(next_wave), C(unplanned), C(excluded), C(resumed),
-      C(phase), and C(gate) (C(passed), C(failures), C(cordoned), C(pdbs), C(gpu_jobs), and C(cuda) - C(target_driver),
-      C(workloads) with C(pod), C(node), C(container), C(image), C(cuda), C(required_driver), C(ok), and C(unknown)).
-  returned: always
+    - For every step but O(step=rollback) and O(step=status), the plan - C(target) and C(from) versions, C(mode)
+      (V(clusterpolicy) or V(nvidiadriver)), C(taint), C(skip_label), C(waves) (C(index), C(name), C(nodes),
+      C(status), C(taint)), C(next_wave), C(unplanned), C(excluded), C(resumed), C(phase), and C(gate) (C(passed),
+      C(failures), C(unmanaged) (per operand, the planned nodes it does not run on and why), C(cordoned), C(pdbs),
+      C(gpu_jobs), and C(cuda) - C(target_driver), C(workloads) with C(pod), C(node), C(container), C(image),
+      C(cuda), C(required_driver), C(ok), and C(unknown)), C(tolerations) (what the chart upgrade must keep of the
+      preparation) and C(switches) (each ClusterPolicy section's C(enabled), which a chart upgrade keeps).
+  returned: unless O(step) is V(rollback) or V(status)
   type: dict
   sample:
     target: {driver_version: 610.57.04, chart_version: null}
@@ -259,7 +313,7 @@ plan:
       {passed: true, failures: [], pdbs: [], gpu_jobs: [], cuda: {target_driver: 610.57.04, workloads: [], unknown: []}}
 record:
   description: The progress record after the step (as stored in the ConfigMap).
-  returned: always
+  returned: unless O(step) is V(status)
   type: dict
   sample: {phase: in-progress, waves: [{index: 0, name: canary, status: proven}]}
 wave:
@@ -268,6 +322,35 @@ wave:
   returned: when O(step) is V(wave) or V(finish_wave)
   type: dict
   sample: {wave: {index: 0, status: upgraded}, nodes: {h100-0: {driver_version: 610.57.04, problems: []}}}
+progress:
+  description:
+    - For O(step=wave) and O(step=rollback), where the last wait stands - C(waiting) (true when the step returned
+      before the wait ended; call it again with O(continue_wait=true)), C(lines) (the counts and elapsed time, then
+      each node that is not done with its upgrade state and what it waits for) and, for the driver upgrade, the node
+      names C(done), C(in_progress), C(not_started) and C(failed).
+  returned: when O(step) is V(wave) or V(rollback)
+  type: dict
+  sample:
+    waiting: true
+    lines: ["canary: 1 of 2 nodes done, 1 in progress, 0 not started, 0 failed (30 s of at most 1800 s)",
+            "h100-0: pod-restart-required, driver 580.1, waiting for the new driver pod to run and be ready"]
+switches:
+  description: For O(step=rollback), each ClusterPolicy section's C(enabled) (what a chart rollback keeps).
+  returned: when O(step) is V(rollback)
+  type: dict
+  sample: {driver: {enabled: false}, toolkit: {enabled: true}}
+status:
+  description:
+    - For O(step=status) - C(record), C(phase) (null without a record), C(unfinished), C(target), C(from),
+      C(started), C(updated), C(reason) (the last failure), C(waves) (C(index), C(name), C(status), C(reason),
+      C(nodes)), C(nodes) (per planned node C(upgrade_state), C(driver_version), C(skip), C(tainted), C(cordoned),
+      C(failure)), C(leftovers) (what a canary upgrade left on the cluster), C(next) (what to run) and C(lines).
+  returned: when O(step) is V(status)
+  type: dict
+  sample:
+    phase: aborted
+    unfinished: true
+    leftovers: ["the progress record (phase aborted)", "the canary taint gpuops.io/canary-upgrade on 1 node(s): h-0"]
 changes:
   description: Each write the step made (or in check mode would make), in order.
   returned: always
@@ -294,20 +377,17 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s i
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import (
-    CanaryAbort,
-    PlanError,
-    failures_text,
-)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.run import Canary
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.steps import run_step
 
 
 def argspec():
     spec = dict(KUBECONFIG_ARG_SPEC)
     spec.update(
-        step=dict(type="str", default="plan", choices=["plan", "prepare", "wave", "finish_wave", "rollback"]),
+        step=dict(type="str", default="plan", choices=["plan", "prepare", "wave", "finish_wave", "rollback", "status"]),
         driver_version=dict(type="str"),
         chart_version=dict(type="str"),
+        chart_values=dict(type="dict", default={}),
         canary_nodes=dict(type="list", elements="str", default=[]),
         canary_selector=dict(type="str", default=""),
         waves=dict(type="list", elements="raw", default=["100%"]),
@@ -324,8 +404,11 @@ def argspec():
         cuda_images=dict(type="list", elements="dict", default=[]),
         eviction_timeout=dict(type="int", default=600),
         wave_timeout=dict(type="int", default=1800),
+        stall_grace=dict(type="int", default=180),
         proof_timeout=dict(type="int", default=180),
         poll_interval=dict(type="float", default=2.0),
+        progress_interval=dict(type="int", default=30),
+        continue_wait=dict(type="bool", default=False),
         dcgm_url=dict(type="str"),
         passed=dict(type="bool", default=True),
         reason=dict(type="str", default=""),
@@ -338,59 +421,9 @@ def _fetch(url):
     return open_url(url, timeout=10).read().decode("utf-8", "replace")
 
 
-def _prepare(canary, p, plan, record, nodes, cp):
-    if not plan["gate"]["passed"]:
-        raise CanaryAbort("the gate failed: " + "; ".join(plan["gate"]["failures"]))
-    policy = dict(p["upgrade_policy"] or {})
-    policy.setdefault("autoUpgrade", True)
-    canary.prepare(record, nodes, cp, policy, hold_operands=p["hold_operands"])
-    return {}
-
-
-def _wave(canary, p, plan, record, nodes, cp):
-    opts = {
-        "driver_version": p["driver_version"],
-        "policy": p["eviction"],
-        "wait_selector": p["wait_for_completion_selector"],
-        "eviction_timeout": p["eviction_timeout"],
-        "wave_timeout": p["wave_timeout"],
-        "proof_timeout": p["proof_timeout"],
-        "dcgm_url": p["dcgm_url"],
-        "fetch": _fetch,
-    }
-    return {"wave": canary.run_wave(record, p["wave"], opts)}
-
-
-def _finish_wave(canary, p, plan, record, nodes, cp):
-    wave = canary.finish_wave(record, p["wave"], p["passed"], p["reason"], p["failed_nodes"] or None)
-    return {"wave": {"wave": wave}}
-
-
-def _rollback(canary, p, plan, record, nodes, cp):
-    if not plan["resumed"]:
-        raise PlanError("no progress record for this target in %s, so nothing to roll back" % plan["record"])
-    failed = canary.rollback(record, nodes, cp, p["wave_timeout"])
-    if failed:
-        raise CanaryAbort("rollback did not complete: %s" % failures_text(failed), failed=failed)
-    return {}
-
-
-#: What each step does after the plan (the plan step itself only reads), returning its own result keys.
-STEPS = {
-    "plan": lambda *_args: {},
-    "prepare": _prepare,
-    "wave": _wave,
-    "finish_wave": _finish_wave,
-    "rollback": _rollback,
-}
-
-
 def execute(module, client, clock=time.time, sleep=time.sleep):
-    """Plan (always), then run ``step``; returns the result dict."""
-    p = module.params
-    step = p["step"]
-    if step in ("wave", "finish_wave") and p["wave"] is None:
-        raise PlanError("step=%s needs wave (the index of a wave in plan.waves)" % step)
+    """Run ``step`` (see :func:`.steps.run_step`); returns the result dict."""
+    p = dict(module.params, _fetch=_fetch)
     canary = Canary(
         client,
         namespace=p["operator_namespace"],
@@ -401,22 +434,12 @@ def execute(module, client, clock=time.time, sleep=time.sleep):
         clock=clock,
         sleep=sleep,
         poll=p["poll_interval"],
+        progress_interval=p["progress_interval"] or None,
+        continue_wait=p["continue_wait"],
     )
-    plan, record, nodes, cp = canary.plan(
-        p["driver_version"],
-        p["chart_version"],
-        p["canary_nodes"],
-        p["canary_selector"],
-        p["waves"],
-        exclude=p["exclude"],
-        wait_selector=p["wait_for_completion_selector"],
-        cuda_images=p["cuda_images"],
-    )
-    if step in ("wave", "finish_wave") and not plan["resumed"] and not module.check_mode:
-        raise PlanError("no progress record for this target in %s; run step=prepare first" % plan["record"])
-    result = {"plan": plan, "changes": canary.changes}
-    result.update(STEPS[step](canary, p, plan, record, nodes, cp))
-    result.update(record=record, changed=bool(canary.changes), api_requests=client.requests)
+    result = {"changes": canary.changes}
+    result.update(run_step(canary, p, module.check_mode))
+    result.update(changed=bool(canary.changes), api_requests=client.requests)
     return result
 
 
@@ -430,13 +453,7 @@ def execute_module(module):
 
 
 def main():
-    run_module(
-        argspec(),
-        execute_module,
-        requirements=[KUBERNETES],
-        required_one_of=[("driver_version", "chart_version")],
-        supports_check_mode=True,
-    )
+    run_module(argspec(), execute_module, requirements=[KUBERNETES], supports_check_mode=True)
 
 
 if __name__ == "__main__":

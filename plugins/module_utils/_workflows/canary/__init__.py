@@ -9,7 +9,9 @@
 """The canary upgrade (module ``gpu_canary_upgrade``).
 
 Pure logic, no API calls: :mod:`.waves` (which nodes, in which waves), :mod:`.record` (the progress record),
-:mod:`.taints`, :mod:`.pods`, :mod:`.gate` and :mod:`.cuda` (what must be fixed first), :mod:`.proof` (is a node
-upgraded and healthy). Cluster steps over a :mod:`.session`: :mod:`.plan`, :mod:`.prepare`, :mod:`.wave` (with
-:mod:`.drain` and :mod:`.driver`) and :mod:`.rollback`; :mod:`.run` binds them as :class:`.run.Canary`.
+:mod:`.taints`, :mod:`.pods`, :mod:`.managed`, :mod:`.gate` and :mod:`.cuda` (what must be fixed first),
+:mod:`.progress` (where a wait stands), :mod:`.proof` (is a node upgraded and healthy). Cluster steps over a
+:mod:`.session`: :mod:`.plan`, :mod:`.prepare` (and its undoing), :mod:`.wave` (with :mod:`.drain` and
+:mod:`.driver`), :mod:`.rollback` and :mod:`.status`; :mod:`.run` binds them as :class:`.run.Canary`, and
+:mod:`.steps` runs them for the module.
 """

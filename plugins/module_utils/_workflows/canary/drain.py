@@ -8,7 +8,7 @@
 
 """What a wave does with the pods on its nodes: GPU workloads evicted (through the Eviction API, so
 PodDisruptionBudgets hold) or waited for before the nodes are released, and, after the upgrade, operand pods whose
-images differ from their ``OnDelete`` DaemonSet's renewed."""
+images differ from their ``OnDelete`` DaemonSet's renewed (and proven: the operand versions)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -31,6 +31,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
     parse_selector,
     selector_matches,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.progress import report
 
 
 def evict(session, pod):
@@ -48,14 +49,14 @@ def evict(session, pod):
     return True
 
 
-def handle_workloads(session, wave, policy, wait_selector, timeout):
+def handle_workloads(session, wave, policy, wait_selector, timeout, timer):
     """Wait for the waitForCompletion pods, then evict (``evict``), wait for (``wait``) or leave (``none``) the
-    other GPU pods of the wave's nodes; returns the evicted pods. CanaryAbort when some are still there after
-    ``timeout`` seconds."""
+    other GPU pods of the wave's nodes; returns the evicted pods. CanaryAbort when some are still there
+    ``timeout`` seconds after ``timer["since"]``."""
     members = set(wave["nodes"])
     terms = parse_selector(wait_selector)
-    deadline = session.clock() + timeout
-    evicted = []
+    deadline = timer["since"] + timeout
+    evicted, still = [], {}
 
     def check():
         pods = active_gpu_pods(session.all_pods(), members)
@@ -64,71 +65,100 @@ def handle_workloads(session, wave, policy, wait_selector, timeout):
         else:
             waiting = [p for p in pods if terms and selector_matches(labels_of(p), terms)]
             others = [p for p in pods if p not in waiting]
-        blocked = []
+        still.clear()
+        still.update((key_of(p), "still running, waited for") for p in waiting)
         if policy == "evict":
             for pod in others:
                 ref = key_of(pod)
                 if not evict(session, pod):
-                    blocked.append(ref)
+                    still[ref] = "a PodDisruptionBudget refuses its eviction"
                 elif ref not in evicted:
                     evicted.append(ref)
-        still = [key_of(p) for p in waiting] + blocked
-        return not still, still
+        return not still, sorted(still)
+
+    def progress():
+        details = ["%s: %s" % item for item in sorted(still.items())]
+        head = "%d GPU pod(s) still on the wave's nodes" % len(still)
+        return report(wave["name"] + " workloads", session.clock() - timer["since"], timeout, head, details)
 
     if policy == "none" and not terms:
         return evicted
     if session.check_mode:
         check()  # records the evictions it would make
         return evicted
-    done, still = session.wait(deadline, check)
+    done, left = session.wait(deadline, check, progress)
     if not done:
         raise CanaryAbort(
-            "GPU workloads on %s did not finish or could not be evicted within %ds: %s (a PodDisruptionBudget "
+            "GPU workloads on %s did not finish or could not be evicted within %d s: %s (a PodDisruptionBudget "
             "allows no disruption, or a waitForCompletion job is still running); raise eviction_timeout or "
-            "move them" % (wave["name"], timeout, ", ".join(still)),
+            "move them" % (wave["name"], timeout, ", ".join(left)),
             wave=wave["index"],
         )
     return evicted
 
 
-def _renewable(daemonset):
-    """``(pod selector, template images)`` of an ``OnDelete`` operand DaemonSet (not the driver's: the upgrade
-    controller renews it), else None."""
-    spec = daemonset.get("spec") or {}
-    tmpl = spec.get("template") or {}
-    match = (spec.get("selector") or {}).get("matchLabels") or {}
-    if (spec.get("updateStrategy") or {}).get("type") != "OnDelete" or not match:
-        return None
-    if labels_of(tmpl).get("app.kubernetes.io/component") == "nvidia-driver":
-        return None
-    return match, [c.get("image") for c in (tmpl.get("spec") or {}).get("containers") or []]
+def _held(daemonsets):
+    """``(name, pod selector, template images)`` of each ``OnDelete`` operand DaemonSet but the driver's (the
+    upgrade controller renews that one)."""
+    for ds in daemonsets:
+        spec = ds.get("spec") or {}
+        tmpl = spec.get("template") or {}
+        match = (spec.get("selector") or {}).get("matchLabels") or {}
+        if (spec.get("updateStrategy") or {}).get("type") != "OnDelete" or not match:
+            continue
+        if labels_of(tmpl).get("app.kubernetes.io/component") == "nvidia-driver":
+            continue
+        yield name_of(ds), match, [c.get("image") for c in (tmpl.get("spec") or {}).get("containers") or []]
 
 
-def roll_operands(session, members):
-    """Delete the operand pods on ``members`` whose images differ from their ``OnDelete`` DaemonSet's template
-    (the driver excepted); the DaemonSet controller recreates them. Returns the renewed pods."""
-    members = set(members)
-    pods = None
-    renewed = []
-    for match, want in filter(None, map(_renewable, session.daemonsets())):
-        if pods is None:
-            pods = session.operator_pods()
+def _operand_pods(daemonsets, pods, members):
+    """``(daemonset, pod, node, images wanted, images run)`` of every live pod of a held DaemonSet on
+    ``members``."""
+    for ds, match, want in _held(daemonsets):
         for pod in pods:
             node = (pod.get("spec") or {}).get("nodeName")
             if node not in members or meta_of(pod).get("deletionTimestamp"):
                 continue
             if any(labels_of(pod).get(k) != v for k, v in match.items()):
                 continue
-            have = [c.get("image") for c in (pod.get("spec") or {}).get("containers") or []]
-            if have == want:
-                continue
-            name = name_of(pod)
-            change = "renew operand pod %s/%s on node %s (%s)" % (
-                session.ns,
-                name,
-                node,
-                ", ".join(w for w in want if w not in have) or "new template",
+            yield ds, pod, node, want, [c.get("image") for c in (pod.get("spec") or {}).get("containers") or []]
+
+
+def roll_operands(session, members, renewed):
+    """Delete the operand pods on ``members`` whose images differ from their held DaemonSet's template; the
+    DaemonSet controller recreates them. ``renewed`` (``{node: [DaemonSet]}``) gains each; returns the pods."""
+    out = []
+    for ds, pod, node, want, have in _operand_pods(session.daemonsets(), session.operator_pods(), set(members)):
+        if have == want:
+            continue
+        name = name_of(pod)
+        change = "renew operand pod %s/%s on node %s (%s)" % (
+            session.ns,
+            name,
+            node,
+            ", ".join(w for w in want if w not in have) or "new template",
+        )
+        session.act(change, partial(session.client.delete_pod, session.ns, name))
+        renewed.setdefault(node, [])
+        if ds not in renewed[node]:
+            renewed[node].append(ds)
+        out.append("%s/%s" % (session.ns, name))
+    return out
+
+
+def operand_versions(daemonsets, pods, members, renewed):
+    """``{node: [problems]}``: a held operand pod on a member that runs other images than its DaemonSet's
+    template, or a renewed one that has no pod yet."""
+    problems = {}
+    running = set()
+    for ds, pod, node, want, have in _operand_pods(daemonsets, pods, set(members)):
+        running.add((node, ds))
+        if have != want:
+            problems.setdefault(node, []).append(
+                "operand pod %s runs %s, not %s" % (name_of(pod), ", ".join(map(str, have)), ", ".join(map(str, want)))
             )
-            session.act(change, partial(session.client.delete_pod, session.ns, name))
-            renewed.append("%s/%s" % (session.ns, name))
-    return renewed
+    for node in members:
+        for ds in (renewed or {}).get(node) or []:
+            if (node, ds) not in running:
+                problems.setdefault(node, []).append("operand %s has no pod yet after its renewal" % ds)
+    return problems

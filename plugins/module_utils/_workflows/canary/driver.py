@@ -7,7 +7,7 @@
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
 """The driver version, used by prepare, the waves and the rollback: point the ClusterPolicy (or every NVIDIADriver)
-at a version, and wait for nodes to run it."""
+at a version, and wait for nodes to run it, with where they stand."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -16,10 +16,21 @@ __metaclass__ = type
 from urllib.parse import quote
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.proof import node_upgrade_status
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.progress import (
+    DONE,
+    FAILED,
+    node_progress,
+    stalled,
+    upgrade_report,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.session import (
     cluster_policy_path,
 )
+
+
+def value_text(value):
+    """A setting's value as people write it: ``true``, ``25%``, ``(unset)`` for None."""
+    return "(unset)" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _settings(patch, prefix=""):
@@ -29,21 +40,30 @@ def _settings(patch, prefix=""):
         if isinstance(value, dict):
             words.extend(_settings(value, prefix + key + "."))
         else:
-            words.append("%s%s=%s" % (prefix, key, str(value).lower() if isinstance(value, bool) else value))
+            words.append("%s%s=%s" % (prefix, key, value_text(value)))
     return words
 
 
-def set_driver_version(session, cp, version, policy):
-    """Point the ClusterPolicy (or every NVIDIADriver in CRD mode) at ``version`` with ``policy`` merged into its
-    ``upgradePolicy``; True if anything changed."""
+def crd_mode(cp):
+    """True when NVIDIADriver resources, not the ClusterPolicy, carry the driver version."""
+    return bool(((cp.get("spec") or {}).get("driver") or {}).get("useNvidiaDriverCRD"))
+
+
+def policy_changes(cp, policy):
+    """``{key: (value now, value wanted)}`` of the ``upgradePolicy`` keys ``policy`` changes."""
+    have = (((cp.get("spec") or {}).get("driver") or {}).get("upgradePolicy")) or {}
+    return {k: (have.get(k), v) for k, v in (policy or {}).items() if have.get(k) != v}
+
+
+def set_driver_version(session, cp, version, policy, versions=None):
+    """Point the ClusterPolicy (or, in CRD mode, every NVIDIADriver: at its entry in ``versions`` when it has one)
+    at ``version``, with ``policy`` merged into its ``upgradePolicy``; True if anything changed."""
     driver = (cp.get("spec") or {}).get("driver") or {}
-    crd_mode = driver.get("useNvidiaDriverCRD")
     changed = False
     cp_patch = {}
-    if not crd_mode and version and driver.get("version") != version:
+    if not crd_mode(cp) and version and driver.get("version") != version:
         cp_patch["version"] = version
-    have_policy = driver.get("upgradePolicy") or {}
-    want_policy = {k: v for k, v in (policy or {}).items() if have_policy.get(k) != v}
+    want_policy = {k: v[1] for k, v in policy_changes(cp, policy).items()}
     if want_policy:
         cp_patch["upgradePolicy"] = want_policy
     if cp_patch:
@@ -54,47 +74,50 @@ def set_driver_version(session, cp, version, policy):
             {"spec": {"driver": cp_patch}},
         )
         changed = True
-    if crd_mode and version:
+    if crd_mode(cp) and (version or versions):
         for nvd in session.nvidia_drivers():
-            if (nvd.get("spec") or {}).get("version") != version:
+            want = (versions or {}).get(name_of(nvd), version)
+            if want and (nvd.get("spec") or {}).get("version") != want:
                 session.write(
-                    "NVIDIADriver %s: set spec.version=%s" % (name_of(nvd), version),
+                    "NVIDIADriver %s: set spec.version=%s" % (name_of(nvd), want),
                     "PATCH",
                     "/apis/nvidia.com/v1alpha1/nvidiadrivers/%s" % quote(name_of(nvd), safe=""),
-                    {"spec": {"version": version}},
+                    {"spec": {"version": want}},
                 )
                 changed = True
     return changed
 
 
-def wait_upgraded(session, members, target, timeout):
-    """Wait until every member runs ``target`` (upgrade-done); returns ``(failed {node: why}, status {node:
-    detail})``. Stops at the first failed node (abort latency is one poll)."""
-    deadline = session.clock() + timeout
-    last = {}
+def wait_upgraded(session, members, target, timeout, timer, title, grace=None):
+    """Wait until every member runs ``target`` (upgrade-done); returns ``(failed {node: why}, progress report)``.
+    Stops at the first failed node (abort latency is one poll), and, with ``grace``, when nothing can progress
+    (:func:`.progress.stalled`: no upgrade state or driver moved for ``grace`` seconds). ``timer`` (see
+    :meth:`.session.CanarySession.timer`) keeps the deadline and the last movement across calls."""
+    deadline = timer["since"] + timeout
+    statuses = {}
 
     def check():
         by_name = session.nodes_by_name()
-        last.clear()
-        failed = {}
-        for n in members:
-            node = by_name.get(n)
-            if node is None:
-                failed[n] = "node disappeared"
-                continue
-            status, detail = node_upgrade_status(node, target)
-            last[n] = detail
-            if status == "failed":
-                failed[n] = detail
+        statuses.clear()
+        statuses.update((n, node_progress(by_name.get(n), target)) for n in members)
+        marks = {n: v[1] for n, v in statuses.items()}
+        if marks != timer.get("marks"):
+            timer["marks"], timer["moved"] = marks, int(session.clock())
+        failed = {n: v[2] for n, v in statuses.items() if v[0] == FAILED}
         if failed:
             return True, failed
-        return all(node_upgrade_status(by_name[n], target)[0] == "done" for n in members), {}
+        if grace and stalled(statuses, session.clock() - timer["moved"], grace):
+            return True, {
+                n: "nothing moved for %d s, so nothing can progress (%s)" % (grace, v[2])
+                for n, v in statuses.items()
+                if v[0] != DONE
+            }
+        return all(v[0] == DONE for v in statuses.values()), {}
 
-    done, failed = session.wait(deadline, check)
+    def progress(waiting=True):
+        return upgrade_report(title, statuses, session.clock() - timer["since"], timeout, waiting)
+
+    done, failed = session.wait(deadline, check, progress)
     if not done:
-        failed = {
-            n: "not upgraded within %ds (%s)" % (timeout, last.get(n))
-            for n in members
-            if "state upgrade-done" not in (last.get(n) or "") or (target and target not in (last.get(n) or ""))
-        } or dict.fromkeys(members, "not upgraded within %ds" % timeout)
-    return failed, dict(last)
+        failed = {n: "not upgraded within %d s (%s)" % (timeout, v[2]) for n, v in statuses.items() if v[0] != DONE}
+    return failed, progress(False)

@@ -23,6 +23,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
     namespace_of,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.cuda import cuda_check
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.managed import refusals
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import (
     FAILED_ANNOTATION,
     IN_PROGRESS_STATES,
@@ -110,8 +111,24 @@ def _gpu_jobs(pods, pdbs, planned, wait_selector):
     return sorted(jobs, key=lambda j: j["pod"]), pdb_list
 
 
-def gate(nodes, pods, pdbs, planned, record, taint_key, wait_selector="", target_driver=None, cuda_rules=()):
-    """The cluster part of the gate: ``{"passed", "failures", "cordoned", "pdbs", "gpu_jobs", "cuda"}``.
+def gate(
+    nodes,
+    pods,
+    pdbs,
+    planned,
+    record,
+    wait_selector="",
+    target_driver=None,
+    cuda_rules=(),
+    cp=None,
+    values=None,
+    nvidia_drivers=(),
+):
+    """The cluster part of the gate: ``{"passed", "failures", "unmanaged", "cordoned", "pdbs", "gpu_jobs", "cuda"}``.
+
+    Refuses, before any write, a change the operator would never make on a planned node (see :mod:`.managed`: a
+    driver version where the driver is preinstalled or disabled, a toolkit, device plugin or MIG setting in the chart
+    ``values`` where that operand is disabled).
 
     Fails on a planned node in ``upgrade-failed`` that this run did not leave there (the record's failed wave
     is ours to retry) and on a planned node cordoned by someone else (it eats ``maxUnavailable`` of the
@@ -120,17 +137,21 @@ def gate(nodes, pods, pdbs, planned, record, taint_key, wait_selector="", target
     workload on a planned node needs a newer driver than ``target_driver`` for its image's CUDA version
     (``cuda``, see :func:`.cuda.cuda_check`).
     """
-    del taint_key  # the canary taint of an interrupted run is expected, not a gate failure
     planned = set(planned)
     waves = (record or {}).get("waves") or []
     ours_failed = {n for wave in waves if wave.get("status") == WAVE_FAILED for n in wave.get("nodes") or []}
-    failures, cordoned = _node_failures(nodes, planned, ours_failed)
+    failures, unmanaged = refusals(
+        [n for n in nodes if name_of(n) in planned], cp, target_driver, values, nvidia_drivers
+    )
+    node_failures, cordoned = _node_failures(nodes, planned, ours_failed)
+    failures.extend(node_failures)
     jobs, pdb_list = _gpu_jobs(pods, pdbs, planned, wait_selector)
     cuda = cuda_check(pods, planned, target_driver, cuda_rules)
     failures.extend(cuda["failures"])
     return {
         "passed": not failures,
         "failures": failures,
+        "unmanaged": unmanaged,
         "cordoned": cordoned,
         "pdbs": pdb_list,
         "gpu_jobs": jobs,

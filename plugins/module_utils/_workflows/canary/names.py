@@ -16,18 +16,20 @@ DEFAULT_TAINT_KEY = "gpuops.io/canary-upgrade"
 FAILED_ANNOTATION = "gpuops.io/canary-upgrade-failed"
 POOL_LABEL = "gpuops.io/pool"
 DRIVER_VERSION_LABEL = "nvidia.com/cuda.driver-version.full"
+#: ``nvidia.com/gpu.deploy.<component>``: whether the operator deploys a component on a node (``true``), or not.
+DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."
 #: The upgrade controller records a node's cordon state before its first cordon here.
 INITIAL_UNSCHEDULABLE_ANNOTATION = "nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable"
 
-#: Upgrade states in which the operator's upgrade controller is working on a node (it cordons them itself).
-IN_PROGRESS_STATES = frozenset(
-    (
-        "cordon-required",
-        "wait-for-jobs-required",
-        "pod-deletion-required",
-        "drain-required",
-        "pod-restart-required",
-        "validation-required",
-        "uncordon-required",
-    )
-)
+#: Upgrade states in which the operator's upgrade controller is working on a node (it cordons them itself), each with
+#: what the node waits for in it.
+IN_PROGRESS_WAITS = {
+    "cordon-required": "the upgrade controller to cordon it",
+    "wait-for-jobs-required": "its GPU jobs to finish (upgradePolicy.waitForCompletion)",
+    "pod-deletion-required": "the upgrade controller to delete its GPU pods",
+    "drain-required": "the node to drain",
+    "pod-restart-required": "the new driver pod to run and be ready",
+    "validation-required": "the operator validator to pass on the new driver",
+    "uncordon-required": "the upgrade controller to uncordon it",
+}
+IN_PROGRESS_STATES = frozenset(IN_PROGRESS_WAITS)

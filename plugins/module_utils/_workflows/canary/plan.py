@@ -16,9 +16,15 @@ __metaclass__ = type
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import UPGRADE_SKIP_LABEL
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.cuda import cuda_image_rules
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.driver import crd_mode
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import PlanError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.gate import gate
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.managed import switches
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import (
+    PHASE_ABORTED,
+    PHASE_DONE,
+    PHASE_IN_PROGRESS,
+    UNFINISHED,
     WAVE_PENDING,
     new_record,
     next_wave,
@@ -48,11 +54,11 @@ def target_and_source(driver_version, chart_version, cp):
 def _resume_or_start(session, nodes, target, source, selection, waves):
     """``(record, resumed)``: the stored record of this target, or a new one for the selected nodes."""
     record = session.read_record()
-    resumed = same_target(record, target) and record.get("phase") in ("in-progress", "aborted", "done")
-    if record and not resumed and record.get("phase") in ("in-progress", "aborted"):
+    resumed = same_target(record, target) and record.get("phase") in (PHASE_IN_PROGRESS, PHASE_ABORTED, PHASE_DONE)
+    if record and not resumed and record.get("phase") in UNFINISHED:
         raise PlanError(
-            "ConfigMap %s/%s holds an unfinished canary upgrade to %s (phase %s); finish it, roll it back "
-            "(step=rollback, or gpu_canary_upgrade_rollback=true with the role) or delete the ConfigMap before "
+            "ConfigMap %s/%s holds an unfinished canary upgrade to %s (phase %s); finish it or roll it back "
+            "(step=rollback, or gpu_canary_upgrade_action=rollback with the role; no target needed) before "
             "starting one to %s"
             % (session.ns, session.cm_name, target_text(record.get("target")), record.get("phase"), target_text(target))
         )
@@ -85,9 +91,11 @@ def plan(
     exclude=(),
     wait_selector="",
     cuda_images=(),
+    values=None,
 ):
     """Read the cluster and the record; returns ``(plan, record, nodes, cluster policy)``: the plan says what
-    every step will do and holds the gate."""
+    every step will do and holds the gate (``values``: the chart values of a chart upgrade, which the gate checks
+    against the operands the operator runs)."""
     cuda_rules = cuda_image_rules(cuda_images)
     nodes = session.nodes()
     cp = session.cluster_policy()
@@ -109,10 +117,12 @@ def plan(
         session.pdbs(),
         planned,
         record,
-        session.taint_key,
         wait_selector,
         target_driver=target["driver_version"],
         cuda_rules=cuda_rules,
+        cp=cp,
+        values=values,
+        nvidia_drivers=session.nvidia_drivers() if crd_mode(cp) else (),
     )
     status = {w["index"]: w.get("status", WAVE_PENDING) for w in record["waves"]}
     result = {
@@ -120,9 +130,7 @@ def plan(
         "phase": record.get("phase"),
         "target": target,
         "from": source,
-        "mode": "nvidiadriver"
-        if ((cp.get("spec") or {}).get("driver") or {}).get("useNvidiaDriverCRD")
-        else "clusterpolicy",
+        "mode": "nvidiadriver" if crd_mode(cp) else "clusterpolicy",
         "taint": {"key": session.taint_key, "effect": session.taint_effect},
         "skip_label": UPGRADE_SKIP_LABEL,
         "waves": [
@@ -140,5 +148,6 @@ def plan(
         "gate": checked,
         "record": "%s/%s" % (session.ns, session.cm_name),
         "tolerations": tolerations,
+        "switches": switches(cp),
     }
     return result, record, nodes, cp

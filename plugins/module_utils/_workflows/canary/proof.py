@@ -6,8 +6,8 @@
 # This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
-"""The cluster-side proof of an upgraded node: the upgrade controller's verdict, then the node's own health (driver
-label, Ready, allocatable GPUs, validator and operands, no new Xid event, no DCGM XID errors)."""
+"""The cluster-side proof of an upgraded node: its own health (driver label, Ready, allocatable GPUs, validator and
+operands, no new Xid event, no DCGM XID errors)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -15,11 +15,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
-    UPGRADE_SKIP_LABEL,
-    UPGRADE_STATE_LABEL,
-)
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, meta_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import meta_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import DRIVER_VERSION_LABEL
 
 XID_REASONS = ("XidCriticalError", "GPUXidError")
@@ -44,22 +40,6 @@ def xid_events(events, node_name, since):
             continue
         out.append(ev)
     return out
-
-
-def node_upgrade_status(node, target_driver):
-    """``("done" | "failed" | "waiting", detail)`` of one node's driver upgrade."""
-    labels = labels_of(node)
-    state = labels.get(UPGRADE_STATE_LABEL) or ""
-    version = labels.get(DRIVER_VERSION_LABEL)
-    if state == "upgrade-failed":
-        return "failed", "the operator's upgrade controller set %s=upgrade-failed" % UPGRADE_STATE_LABEL
-    if labels.get(UPGRADE_SKIP_LABEL) == "true":
-        return "waiting", "skip label still set"
-    if target_driver and version != target_driver:
-        return "waiting", "driver %s, state %s" % (version or "unknown", state or "none")
-    if state not in ("upgrade-done", ""):
-        return "waiting", "state %s" % state
-    return "done", "driver %s, state %s" % (version or "unknown", state or "none")
 
 
 def prove_node(view, target_driver, xids, dcgm_xid=None):

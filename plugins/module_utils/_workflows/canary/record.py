@@ -29,11 +29,18 @@ WAVE_PENDING, WAVE_UPGRADING, WAVE_UPGRADED, WAVE_PROVEN, WAVE_FAILED = (
 )
 
 
+#: Record phases: an upgrade in progress, stopped by a failure, finished; a rollback under way, finished, failed.
+PHASE_IN_PROGRESS, PHASE_ABORTED, PHASE_DONE = "in-progress", "aborted", "done"
+PHASE_ROLLING_BACK, PHASE_ROLLED_BACK, PHASE_ROLLBACK_FAILED = "rolling-back", "rolled-back", "rollback-failed"
+#: Phases in which the cluster still carries the preparation (a later run resumes or rolls back).
+UNFINISHED = (PHASE_IN_PROGRESS, PHASE_ABORTED, PHASE_ROLLING_BACK, PHASE_ROLLBACK_FAILED)
+
+
 def new_record(target, source, taint, plan, unplanned, excluded, now):
     """A fresh record (phase ``in-progress``, every wave pending) for the planned waves."""
     return {
         "version": RECORD_VERSION,
-        "phase": "in-progress",
+        "phase": PHASE_IN_PROGRESS,
         "target": target,
         "from": source,
         "taint": taint,

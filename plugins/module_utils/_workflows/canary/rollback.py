@@ -6,7 +6,8 @@
 # This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
-"""The rollback step: the driver back at the record's source version, and every planned node released to it."""
+"""The rollback step: the driver back at the record's source version, every planned node released to it, and the
+preparation taken back. It needs no target (the record has it), and a second run finishes what the first left."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -22,16 +23,27 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
     name_of,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.driver import (
+    crd_mode,
     set_driver_version,
     wait_upgraded,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import PlanError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import (
+    PlanError,
+    failures_text,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.managed import driver_unmanaged
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import (
     FAILED_ANNOTATION,
     INITIAL_UNSCHEDULABLE_ANNOTATION,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import wave_nodes
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.session import node_path
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.prepare import undo
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import (
+    PHASE_ROLLBACK_FAILED,
+    PHASE_ROLLED_BACK,
+    PHASE_ROLLING_BACK,
+    wave_nodes,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.session import Pause, node_path
 
 
 def _release(session, node):
@@ -54,29 +66,51 @@ def _release(session, node):
         )
 
 
-def rollback(session, record, nodes, cp, timeout):
-    """Point the driver back at the record's source version and let every node that moved come back.
+def rollback(session, record, timeout, grace=None):
+    """Point the driver back at the record's source version (each NVIDIADriver at its own) and let every node that
+    moved come back: failure annotations and canary taints cleared, upgrade-failed nodes relabelled
+    upgrade-required, the skip labels this run set removed; then wait up to ``timeout`` seconds for every planned
+    node whose driver the operator manages to run the source version, and take back the preparation.
 
-    Clears the failure annotations and canary taints, relabels upgrade-failed nodes upgrade-required, removes the
-    skip labels this run set, and waits up to ``timeout`` seconds for every planned node to run the source version.
-    Returns the nodes that did not (``{node: why}``)."""
+    Returns ``(failed {node: why}, progress)``; ``progress["waiting"]`` when this call's share of waiting ended
+    first (call it again to go on). The record says rolled-back, or rollback-failed with the reason."""
+    cp = session.cluster_policy()
+    if cp is None:
+        raise PlanError("no ClusterPolicy in the cluster, so there is no driver version to roll back")
+    session.timers(record)
     source = (record.get("from") or {}).get("driver_version")
-    if not source:
+    moves_driver = bool((record.get("target") or {}).get("driver_version"))
+    if moves_driver and not source:
         raise PlanError("the progress record has no source driver version to roll back to")
-    set_driver_version(session, cp, source, {})
-    by_name = {name_of(n): n for n in nodes}
-    planned = [n for n in wave_nodes(record) if n in by_name]
+    if moves_driver:
+        set_driver_version(session, cp, source, {}, (record.get("prepared") or {}).get("nvidia_drivers"))
+    nodes = session.nodes_by_name()
+    planned = [n for n in wave_nodes(record) if n in nodes]
     for n in planned:
-        _release(session, by_name[n])
+        _release(session, nodes[n])
     for n in record.get("skip_labelled") or []:
-        if n in by_name:
-            session.label_node(by_name[n], {UPGRADE_SKIP_LABEL: None}, "rollback (remove skip label)")
+        if n in nodes:
+            session.label_node(nodes[n], {UPGRADE_SKIP_LABEL: None}, "rollback (remove skip label)")
     for n in planned:
-        session.untaint(by_name[n])
+        session.untaint(nodes[n])
     record["skip_labelled"] = []
-    record["phase"] = "rolled-back"
+    record["phase"] = PHASE_ROLLING_BACK
     session.save_record(record)
-    if session.check_mode or not timeout:
-        return {}
-    failed, _status = wait_upgraded(session, planned, source, timeout)
-    return failed
+    failed, progress = {}, {"waiting": False, "lines": ["rollback: no driver to wait for (the upgrade moved none)"]}
+    if session.check_mode:
+        progress["lines"] = ["rollback: check mode, nothing changed or waited for"]
+    elif moves_driver:
+        drivers = session.nvidia_drivers() if crd_mode(cp) else []
+        moved = [n for n in planned if driver_unmanaged(nodes[n], cp, drivers) is None]
+        timer = session.timer(record, "rollback")
+        try:
+            failed, progress = wait_upgraded(session, moved, source, timeout, timer, "rollback", grace)
+        except Pause as pause:
+            session.save_record(record)
+            return {}, pause.progress
+    undo(session, record, session.cluster_policy())
+    record["phase"] = PHASE_ROLLBACK_FAILED if failed else PHASE_ROLLED_BACK
+    record["reason"] = "rollback did not complete: %s" % failures_text(failed) if failed else None
+    record.pop("waits", None)
+    session.save_record(record)
+    return failed, progress

@@ -8,8 +8,9 @@
 
 """One canary run: :class:`Canary` is the session with every step of the module as a method.
 
-The steps live in their own modules (:mod:`.plan`, :mod:`.prepare`, :mod:`.wave`, :mod:`.rollback`) as functions
-of a :class:`.session.CanarySession`; this class only binds them.
+The steps live in their own modules (:mod:`.plan`, :mod:`.prepare`, :mod:`.wave`, :mod:`.rollback`, :mod:`.status`)
+as functions of a :class:`.session.CanarySession`; this class only binds them (:mod:`.steps` runs them for the
+module).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,6 +20,7 @@ __metaclass__ = type
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import plan as plan_step
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import prepare as prepare_step
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import rollback as rollback_step
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import status as status_step
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import wave as wave_step
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.session import CanarySession
 
@@ -32,3 +34,4 @@ class Canary(CanarySession):
     finish_wave = wave_step.finish_wave
     abort = wave_step.abort
     rollback = rollback_step.rollback
+    status = status_step.status

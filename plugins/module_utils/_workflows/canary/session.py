@@ -55,10 +55,21 @@ def cluster_policy_path(cp):
     return "/apis/nvidia.com/v1/clusterpolicies/%s" % quote(name_of(cp), safe="")
 
 
+class Pause(Exception):
+    """This call's share of a wait (``progress_interval``) is over: the step returns ``progress`` (where it stands)
+    and the caller calls it again with ``continue_wait``; the waits keep their deadlines in the record."""
+
+    def __init__(self, progress):
+        super().__init__("still waiting")
+        self.progress = progress
+
+
 class CanarySession:
     """One run over ``client`` (a ``_clients.k8s.K8sClient``): the operator namespace and record ConfigMap, the
-    canary taint, check mode, the clock and the poll interval, and ``changes``, every write made (or, in check
-    mode, that would be made) in order."""
+    canary taint, check mode, the clock and the poll interval, how long one call may wait before it returns where
+    it stands (``progress_interval``, None: until the wait ends) and whether it continues the waits of the call
+    before (``continue_wait``), and ``changes``, every write made (or, in check mode, that would be made) in
+    order."""
 
     def __init__(
         self,
@@ -72,6 +83,8 @@ class CanarySession:
         sleep=time.sleep,
         poll=2.0,
         page_size=2000,
+        progress_interval=None,
+        continue_wait=False,
     ):
         self.client = client
         self.ns = namespace
@@ -83,6 +96,8 @@ class CanarySession:
         self.sleep = sleep
         self.poll = poll
         self.page_size = page_size
+        self.pause_at = clock() + progress_interval if progress_interval else None
+        self.continue_wait = continue_wait
         self.changes = []
         self._stored = None
 
@@ -130,12 +145,31 @@ class CanarySession:
     def nfd_daemonsets(self):
         return self.daemonsets("app.kubernetes.io/name=node-feature-discovery", "NFD DaemonSets")
 
-    def wait(self, deadline, check):
-        """Poll ``check()`` (returns ``(done, detail)``) until done or ``deadline``; returns ``(done, detail)``."""
+    def timers(self, holder):
+        """The timers of the waits of ``holder`` (a wave, or the record for the rollback), started afresh unless
+        this call continues the waits of the one before."""
+        if not self.continue_wait or not isinstance(holder.get("waits"), dict):
+            holder["waits"] = {}
+        return holder["waits"]
+
+    def timer(self, holder, name):
+        """The timer ``{"since", "moved", "marks"}`` of the wait ``name`` of ``holder`` (see :meth:`timers`)."""
+        waits = holder.setdefault("waits", {})
+        if name not in waits:
+            now = int(self.clock())
+            waits[name] = {"since": now, "moved": now, "marks": {}}
+        return waits[name]
+
+    def wait(self, deadline, check, progress=None):
+        """Poll ``check()`` (returns ``(done, detail)``) until done or ``deadline``; returns ``(done, detail)``. When
+        this call's share of waiting ends first, raises :class:`Pause` with ``progress()``."""
         while True:
             done, detail = check()
-            if done or self.clock() >= deadline:
+            now = self.clock()
+            if done or now >= deadline:
                 return done, detail
+            if self.pause_at is not None and now >= self.pause_at:
+                raise Pause(progress() if progress else {"waiting": True, "lines": []})
             self.sleep(self.poll)
 
     # ------------------------------------------------------------------------------------------ record

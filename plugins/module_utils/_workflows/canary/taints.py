@@ -35,6 +35,14 @@ def with_toleration(tolerations, key, effect):
     return tolerations + [{"key": key, "operator": "Exists", "effect": effect}], True
 
 
+def without_toleration(tolerations, key, effect):
+    """``(new list, changed)``: ``tolerations`` without the one :func:`with_toleration` adds."""
+    tolerations = list(tolerations or [])
+    ours = {"key": key, "operator": "Exists", "effect": effect}
+    kept = [t for t in tolerations if t != ours]
+    return kept, len(kept) != len(tolerations)
+
+
 def taints_with(taints, key, effect, value):
     """``(new list, changed)`` with the canary taint present."""
     taints = list(taints or [])

@@ -7,7 +7,8 @@
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
 """The wave steps: ``run_wave`` upgrades one wave through the operator's upgrade controller and proves it on the
-cluster side; ``finish_wave`` records the caller's own proof; ``abort`` stops the upgrade at the first failure."""
+cluster side, returning where it stands when its share of waiting is over (the caller calls it again); ``finish_wave``
+records the caller's own proof; ``abort`` stops the upgrade at the first failure."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -19,13 +20,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
     node_view,
     operands_by_node,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
-    annotations_of,
-    labels_of,
-    name_of,
-)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import annotations_of, labels_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.drain import (
     handle_workloads,
+    operand_versions,
     roll_operands,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.driver import wait_upgraded
@@ -36,7 +34,12 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import (
     DRIVER_VERSION_LABEL,
     FAILED_ANNOTATION,
-    IN_PROGRESS_STATES,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.prepare import undo
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.progress import (
+    NOT_STARTED,
+    node_progress,
+    report,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.proof import (
     dcgm_xid_by_node,
@@ -44,6 +47,9 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
     xid_events,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import (
+    PHASE_ABORTED,
+    PHASE_DONE,
+    PHASE_IN_PROGRESS,
     WAVE_FAILED,
     WAVE_PROVEN,
     WAVE_UPGRADED,
@@ -51,10 +57,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
     next_wave,
     wave_of,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.session import (
-    cluster_policy_path,
-    utc_now,
-)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.session import Pause, utc_now
 
 
 def _start(session, record, wave):
@@ -62,7 +65,7 @@ def _start(session, record, wave):
     wave["status"] = WAVE_UPGRADING
     wave["started"] = wave.get("started") or utc_now(session.clock)
     wave["reason"] = None
-    record["phase"] = "in-progress"
+    record["phase"] = PHASE_IN_PROGRESS
     record["reason"] = None
     session.save_record(record)
 
@@ -74,27 +77,20 @@ def _fail(session, record, wave, failed, what):
     raise CanaryAbort(msg, wave=wave["index"], failed=failed)
 
 
-def run_wave(session, record, index, opts):
-    """Upgrade one wave through the operator's upgrade controller and prove it on the cluster side.
-
-    ``opts``: driver_version, policy (eviction), wait_selector, eviction_timeout, wave_timeout, proof_timeout,
-    dcgm_url, fetch (callable url -> text, for DCGM). Raises :class:`CanaryAbort` after aborting.
-    """
-    wave = wave_of(record, index)
-    if wave.get("status") == WAVE_PROVEN:
-        return {"wave": wave, "nodes": {}, "skipped": True}
-    _start(session, record, wave)
-    by_name = session.nodes_by_name()
-    members = [n for n in wave["nodes"] if n in by_name]
-    for n in members:
-        session.taint(by_name[n], wave["name"])
-    # a node this run left failed is retried (the operator's documented retry: relabel upgrade-required)
+def _take(session, wave, members, by_name):
+    """Taint the wave's nodes; a node this run left failed is retried (the operator's documented retry: relabel
+    upgrade-required)."""
     for n in members:
         node = by_name[n]
+        session.taint(node, wave["name"])
         if FAILED_ANNOTATION in annotations_of(node):
             session.annotate_node(node, {FAILED_ANNOTATION: None}, "clear the earlier failure (retry)")
             if labels_of(node).get(UPGRADE_STATE_LABEL) == "upgrade-failed":
                 session.label_node(node, {UPGRADE_STATE_LABEL: "upgrade-required"}, "retry the driver upgrade")
+
+
+def _release(session, record, wave, members, by_name, opts):
+    """Move the GPU workloads off the wave's nodes, then remove their skip label; returns the evicted pods."""
     try:
         evicted = handle_workloads(
             session,
@@ -102,55 +98,85 @@ def run_wave(session, record, index, opts):
             opts.get("policy", "evict"),
             opts.get("wait_selector") or "",
             opts.get("eviction_timeout", 600),
+            session.timer(wave, "workloads"),
         )
     except CanaryAbort as exc:
-        abort(session, record, index, dict.fromkeys(members, exc.msg), exc.msg)
+        abort(session, record, wave["index"], dict.fromkeys(members, exc.msg), exc.msg)
         raise
     for n in members:
         session.label_node(by_name[n], {UPGRADE_SKIP_LABEL: None}, "release the driver upgrade (remove skip label)")
-    if session.check_mode:
-        return {"wave": wave, "nodes": {}, "evicted": evicted, "upgrade": {}, "skipped": False}
-    target = opts.get("driver_version") or (record.get("target") or {}).get("driver_version")
-    failed, results = wait_upgraded(session, members, target, opts.get("wave_timeout", 1800))
-    if failed:
-        _fail(session, record, wave, failed, "failed")
-    rolled = roll_operands(session, members)
-    failed, proof = prove(session, members, target, wave["started"], opts)
-    if failed:
-        _fail(session, record, wave, failed, "failed its proof")
+    if not session.check_mode:
+        wave["released"] = utc_now(session.clock)
+        session.save_record(record)
+    return evicted
+
+
+def run_wave(session, record, index, opts):
+    """Upgrade one wave through the operator's upgrade controller and prove it on the cluster side.
+
+    ``opts``: driver_version, policy (eviction), wait_selector, eviction_timeout, wave_timeout, stall_grace,
+    proof_timeout, dcgm_url, fetch (callable url -> text, for DCGM). Returns ``progress`` (where the last wait
+    stands; ``waiting`` when this call's share of waiting ended first: call it again). Raises
+    :class:`CanaryAbort` after aborting.
+    """
+    wave = wave_of(record, index)
+    if wave.get("status") == WAVE_PROVEN:
+        return {"wave": wave, "nodes": {}, "skipped": True}
+    session.timers(wave)
+    _start(session, record, wave)
+    by_name = session.nodes_by_name()
+    members = [n for n in wave["nodes"] if n in by_name]
+    _take(session, wave, members, by_name)
+    result = {"wave": wave, "nodes": {}, "evicted": [], "operands_renewed": [], "skipped": False}
+    try:
+        if not wave.get("released"):
+            result["evicted"] = _release(session, record, wave, members, by_name, opts)
+        if session.check_mode:
+            return result
+        target = opts.get("driver_version") or (record.get("target") or {}).get("driver_version")
+        timer = session.timer(wave, "upgrade")
+        failed, progress = wait_upgraded(
+            session, members, target, opts.get("wave_timeout", 1800), timer, wave["name"], opts.get("stall_grace")
+        )
+        result["progress"] = progress
+        if failed:
+            _fail(session, record, wave, failed, "failed")
+        result["operands_renewed"] = roll_operands(session, members, wave.setdefault("renewed", {}))
+        failed, result["nodes"] = prove(session, wave, members, target, opts)
+        if failed:
+            _fail(session, record, wave, failed, "failed its proof")
+    except Pause as pause:
+        session.save_record(record)
+        return dict(result, progress=pause.progress)
     wave["status"] = WAVE_UPGRADED
     session.save_record(record)
-    return {
-        "wave": wave,
-        "nodes": proof,
-        "evicted": evicted,
-        "operands_renewed": rolled,
-        "upgrade": results,
-        "skipped": False,
-    }
+    return result
 
 
-def prove(session, members, target, since, opts):
-    """Cluster-side proof of the members (labels, allocatable, validator and operands, no new Xid, DCGM); returns
-    ``(failed {node: why}, views {node: summary})``. Waits up to ``proof_timeout`` for operands to settle; a new
-    Xid fails at once."""
-    deadline = session.clock() + opts.get("proof_timeout", 180)
-    views = {}
+def prove(session, wave, members, target, opts):
+    """Cluster-side proof of the members (labels, allocatable, validator and operands with their versions, no new
+    Xid, DCGM); returns ``(failed {node: why}, views {node: summary})``. Waits up to ``proof_timeout`` for operands
+    to settle; a new Xid fails at once."""
+    timer = session.timer(wave, "proof")
+    timeout = opts.get("proof_timeout", 180)
+    views, failed = {}, {}
 
     def check():
         nodes = session.nodes_by_name()
-        by_node, _unscheduled = operands_by_node(session.operator_pods())
+        pods = session.operator_pods()
+        by_node, _unscheduled = operands_by_node(pods)
+        versions = operand_versions(session.daemonsets(), pods, members, wave.get("renewed"))
         events = session.node_events()
         dcgm = dcgm_xid_by_node(opts["fetch"](opts["dcgm_url"])) if opts.get("dcgm_url") and opts.get("fetch") else {}
-        failed = {}
+        failed.clear()
         hard = False
         for n in members:
             if n not in nodes:
                 failed[n] = "node disappeared"
                 continue
             view = node_view(nodes[n], by_node.get(n))
-            xids = xid_events(events, n, since)
-            problems = prove_node(view, target, xids, dcgm.get(n))
+            xids = xid_events(events, n, wave["started"])
+            problems = prove_node(view, target, xids, dcgm.get(n)) + versions.get(n, [])
             views[n] = {
                 "driver_version": (view.get("labels") or {}).get(DRIVER_VERSION_LABEL),
                 "upgrade_state": view.get("upgrade_state"),
@@ -163,25 +189,22 @@ def prove(session, members, target, since, opts):
                 hard = hard or bool(xids) or bool(dcgm.get(n))
         return (not failed) or hard, failed
 
-    _done, failed = session.wait(deadline, check)
-    return failed, views
+    def progress():
+        head = "%d of %d nodes proven" % (len(members) - len(failed), len(members))
+        details = ["%s: %s" % item for item in sorted(failed.items())]
+        return report(wave["name"] + " proof", session.clock() - timer["since"], timeout, head, details)
+
+    session.wait(timer["since"] + timeout, check, progress)
+    return dict(failed), views
 
 
 def _finish_run(session, record, by_name):
-    """After the last wave: the operands' update strategy back as it was, the skip labels this run set removed
-    (but on unplanned nodes)."""
-    record["phase"] = "done"
-    if "operand_strategy" in record:
-        cp = session.cluster_policy()
-        have = (((cp or {}).get("spec") or {}).get("daemonsets") or {}).get("updateStrategy")
-        if cp and have != record["operand_strategy"]:
-            session.write(
-                "ClusterPolicy %s: restore spec.daemonsets.updateStrategy=%s"
-                % (name_of(cp), record["operand_strategy"] or "(default)"),
-                "PATCH",
-                cluster_policy_path(cp),
-                {"spec": {"daemonsets": {"updateStrategy": record["operand_strategy"]}}},
-            )
+    """After the last wave: the preparation taken back (tolerations, update strategy, upgrade policy), the skip
+    labels this run set removed (but on unplanned nodes)."""
+    record["phase"] = PHASE_DONE
+    cp = session.cluster_policy()
+    if cp:
+        undo(session, record, cp)
     still = []
     for n in record.get("skip_labelled") or []:
         if n in by_name and n not in (record.get("unplanned") or []):
@@ -205,6 +228,7 @@ def finish_wave(session, record, index, passed, reason=None, failed_nodes=None):
             session.untaint(by_name[n])
     wave["status"] = WAVE_PROVEN
     wave["finished"] = utc_now(session.clock)
+    wave.pop("waits", None)
     if next_wave(record) is None:
         _finish_run(session, record, by_name)
     session.save_record(record)
@@ -212,11 +236,13 @@ def finish_wave(session, record, index, passed, reason=None, failed_nodes=None):
 
 
 def abort(session, record, index, failed, reason):
-    """Stop: failed nodes keep the canary taint and get an annotation saying why; every wave node that the
-    controller has not started gets its skip label back; the record says aborted."""
+    """Stop: the wave's nodes keep the canary taint, failed ones get an annotation saying why; every wave node that
+    the controller has not started gets its skip label back (a retry releases the wave again); the record says
+    aborted."""
     wave = wave_of(record, index)
     by_name = session.nodes_by_name()
     stamp = utc_now(session.clock)
+    target = (record.get("target") or {}).get("driver_version")
     for n in wave["nodes"]:
         node = by_name.get(n)
         if node is None:
@@ -225,15 +251,13 @@ def abort(session, record, index, failed, reason):
         if n in failed:
             text = "%s %s: %s" % (stamp, wave["name"], failed[n])
             session.annotate_node(node, {FAILED_ANNOTATION: text[:1000]}, "record why the canary upgrade failed")
-        state = labels_of(node).get(UPGRADE_STATE_LABEL) or ""
-        not_started = state == "upgrade-required" or (
-            n not in failed and state not in IN_PROGRESS_STATES and state != "upgrade-done"
-        )
-        if not_started:
+        if node_progress(node, target)[0] == NOT_STARTED:
             session.label_node(node, {UPGRADE_SKIP_LABEL: "true"}, "hold the upgrade after the abort")
     wave["status"] = WAVE_FAILED
     wave["reason"] = reason[:2000]
     wave["finished"] = stamp
-    record["phase"] = "aborted"
+    for key in ("released", "waits"):
+        wave.pop(key, None)
+    record["phase"] = PHASE_ABORTED
     record["reason"] = reason[:2000]
     session.save_record(record)

@@ -35,14 +35,19 @@ def merge(dst, patch):
 
 
 class FakeAPI:
-    """Nodes, pods, a ClusterPolicy and the record ConfigMap; on each node LIST it moves every node without the
-    skip label to the ClusterPolicy's driver (or to upgrade-failed when it is in ``failing``)."""
+    """Nodes, pods, a ClusterPolicy, an NFD worker DaemonSet and the record ConfigMap; on each node LIST it moves
+    every node without the skip label to the ClusterPolicy's driver (or to upgrade-failed when it is in ``failing``;
+    a node in ``slow`` first shows pod-restart-required for that many LISTs). With ``stopped`` the upgrade
+    controller does nothing at all."""
 
     def __init__(self, names, driver="580.1"):
         self.requests = 0
         self.writes = []
         self.failing = set()
+        self.slow = {}
+        self.stopped = False
         self.pdb_blocked = set()
+        self.operand_images = {}
         self.nodes = {}
         for n in names:
             self.nodes[n] = {
@@ -71,17 +76,26 @@ class FakeAPI:
         }
         self.cm = None
         self.daemonsets = []
+        self.nfd = {
+            "metadata": {"name": "nfd-worker", "labels": {"role": "worker"}},
+            "spec": {"template": {"spec": {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}}},
+        }
 
     def operator_step(self):
         target = self.cp["spec"]["driver"]["version"]
         for n, node in self.nodes.items():
             lab = node["metadata"]["labels"]
+            if self.stopped:
+                continue
             if lab.get(DRIVER_VERSION_LABEL) == target:
                 lab[STATE] = "upgrade-done"
             elif lab.get(SKIP) == "true":
                 lab[STATE] = "upgrade-required"
             elif lab.get(STATE) == "upgrade-failed":
                 continue
+            elif self.slow.get(n):
+                self.slow[n] -= 1
+                lab[STATE] = "pod-restart-required"
             elif n in self.failing:
                 lab[STATE] = "upgrade-failed"
                 node["spec"]["unschedulable"] = True  # the controller cordoned it and leaves it cordoned
@@ -102,22 +116,22 @@ class FakeAPI:
             return copy.deepcopy(self.pods)
         return []
 
-    @staticmethod
-    def validator(n):
+    def validator(self, n):
+        image = self.operand_images.get(n)
         return {
             "metadata": {
                 "name": "val-" + n,
                 "namespace": "gpu-operator",
                 "labels": {"app": "nvidia-operator-validator"},
             },
-            "spec": {"nodeName": n},
+            "spec": {"nodeName": n, "containers": [{"image": image}] if image else []},
             "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
         }
 
     def list_all(self, path, **_kw):
         self.requests += 1
-        if path.endswith("/daemonsets") and not _kw.get("label_selector"):
-            return copy.deepcopy(self.daemonsets), {}
+        if path.endswith("/daemonsets"):
+            return copy.deepcopy([self.nfd] if _kw.get("label_selector") else self.daemonsets), {}
         return [], {}
 
     def list_custom(self, group, version, plural, **_kw):
@@ -145,10 +159,15 @@ class FakeAPI:
             merge(node, body)
         elif "clusterpolicies" in path:
             merge(self.cp, body)
+        elif path.endswith("/daemonsets/nfd-worker"):
+            merge(self.nfd, body)
         return {}
 
     def delete_pod(self, namespace, name, grace_period_seconds=0):
+        """The DaemonSet controller recreates the pod with its template's image."""
         self.writes.append(("DELETE", namespace + "/" + name, "delete pod"))
+        template = self.daemonsets[0]["spec"]["template"]["spec"]["containers"][0]["image"]
+        self.operand_images[name.split("-", 1)[1]] = template
         return True
 
     def send(self, method, path, body=None, what=None, accept_statuses=()):
@@ -202,20 +221,29 @@ def test_check_mode_plans_and_lists_every_write_without_making_one():
     assert api.cp["spec"]["driver"]["version"] == "580.1"
 
 
-def test_prepare_makes_the_operands_tolerate_then_holds_every_node_then_records_then_sets_the_version():
+def test_prepare_records_first_then_makes_the_operands_tolerate_then_holds_every_node_then_sets_the_version():
     api = FakeAPI(NAMES)
     c = canary(api)
     _plan, rec, nodes, cp = planned(api, c)
     c.prepare(rec, nodes, cp, {"autoUpgrade": True, "maxParallelUpgrades": 0})
     whats = [w[2] for w in api.writes]
-    assert (
-        whats[0] == "ClusterPolicy cluster-policy: set spec.daemonsets toleration gpuops.io/canary-upgrade:NoSchedule"
-    )
-    assert [w for w in whats[1:7] if "skip label" in w] == whats[1:7]
-    assert whats[7].startswith("save the progress record")
-    assert whats[8].startswith("ClusterPolicy cluster-policy: set spec.driver") and "version=610.1" in whats[8]
-    assert all(api.nodes[n]["metadata"]["labels"][SKIP] == "true" for n in NAMES)
+    # the record names what the preparation changes before any of it is changed, so nothing is ever left unnamed
+    assert whats[0].startswith("save the progress record")
     assert record(api)["skip_labelled"] == sorted(NAMES)
+    assert record(api)["prepared"] == {
+        "tolerations": {
+            "cluster_policy": None,
+            "nfd": {"nfd-worker": [{"key": "nvidia.com/gpu", "operator": "Exists"}]},
+        },
+        "upgrade_policy": {"maxParallelUpgrades": None},
+    }
+    assert whats[1] == (
+        "ClusterPolicy cluster-policy: set spec.daemonsets toleration gpuops.io/canary-upgrade:NoSchedule"
+    )
+    assert whats[2] == "DaemonSet gpu-operator/nfd-worker: add toleration gpuops.io/canary-upgrade:NoSchedule"
+    assert [w for w in whats[3:9] if "skip label" in w] == whats[3:9]
+    assert whats[9].startswith("ClusterPolicy cluster-policy: set spec.driver") and "version=610.1" in whats[9]
+    assert all(api.nodes[n]["metadata"]["labels"][SKIP] == "true" for n in NAMES)
     # the operator holds every node: nothing moves before a wave releases it
     api.list_core("nodes")
     assert {api.nodes[n]["metadata"]["labels"][STATE] for n in NAMES} == {"upgrade-required"}
@@ -321,19 +349,91 @@ def test_the_roles_failed_proof_aborts_the_wave_with_its_reason():
     assert api.nodes["a-0"]["spec"]["taints"]  # the whole wave stays tainted
 
 
-def test_rollback_points_the_driver_back_and_releases_every_node():
+def test_rollback_points_the_driver_back_releases_every_node_and_leaves_the_policy_and_nfd_as_before():
+    api = FakeAPI(NAMES)
+    api.cp["spec"]["daemonsets"]["updateStrategy"] = "RollingUpdate"
+    cp_before, nfd_before = copy.deepcopy(api.cp), copy.deepcopy(api.nfd)
+    c = canary(api)
+    _plan, rec, nodes, cp = planned(api, c)
+    c.prepare(rec, nodes, cp, {"autoUpgrade": True, "maxParallelUpgrades": 0}, hold_operands=True)
+    c.run_wave(rec, 0, {"policy": "evict"})
+    failed, progress = c.rollback(rec, timeout=30)
+    assert failed == {} and not progress["waiting"]
+    assert progress["lines"][0].startswith("rollback: 6 of 6 nodes done")
+    for n in NAMES:
+        assert api.nodes[n]["metadata"]["labels"][DRIVER_VERSION_LABEL] == "580.1"
+        assert SKIP not in api.nodes[n]["metadata"]["labels"] and "taints" not in api.nodes[n]["spec"]
+    assert api.cp == cp_before and api.nfd == nfd_before
+    assert record(api)["phase"] == "rolled-back"
+
+
+def test_a_failed_rollback_says_which_nodes_did_not_come_back_and_a_second_one_finishes_it():
+    api = FakeAPI(NAMES)
+    cp_before, nfd_before = copy.deepcopy(api.cp), copy.deepcopy(api.nfd)
+    c = canary(api)
+    _plan, rec, nodes, cp = planned(api, c)
+    c.prepare(rec, nodes, cp, {"autoUpgrade": True})
+    c.run_wave(rec, 0, {"policy": "evict"})
+    api.failing.add("h-0")  # the old driver does not come back on h-0
+    failed, _progress = canary(api).rollback(rec, timeout=30)
+    assert failed == {"h-0": "the operator's upgrade controller set %s=upgrade-failed" % STATE}
+    assert record(api)["phase"] == "rollback-failed"
+    assert record(api)["reason"] == "rollback did not complete: node h-0: " + failed["h-0"]
+    # the preparation is taken back all the same: the policy and NFD are as before the run
+    assert api.cp == dict(cp_before, spec=dict(cp_before["spec"], driver=api.cp["spec"]["driver"]))
+    assert api.cp["spec"]["driver"]["version"] == "580.1" and api.nfd == nfd_before
+    api.failing.clear()  # fixed: the second rollback releases h-0 again and finishes
+    rec = record(api)
+    failed, _progress = canary(api).rollback(rec, timeout=30)
+    assert failed == {} and record(api)["phase"] == "rolled-back" and api.cp == cp_before
+
+
+def test_a_wave_returns_where_it_stands_each_progress_interval_and_a_continued_call_keeps_its_deadline():
+    api = FakeAPI(NAMES)
+    api.slow = {"h-0": 14}
+    c = canary(api)
+    _plan, rec, nodes, cp = planned(api, c)
+    c.prepare(rec, nodes, cp, {})
+    clock = Clock()
+    first = Canary(api, clock=clock, sleep=clock.sleep, poll=1.0, progress_interval=5)
+    out = first.run_wave(rec, 0, {"policy": "evict", "wave_timeout": 20})
+    assert out["progress"]["waiting"]
+    assert out["progress"]["lines"] == [
+        "canary: 1 of 2 nodes done, 1 in progress, 0 not started, 0 failed (5 s of at most 20 s)",
+        "h-0: pod-restart-required, driver 580.1, waiting for the new driver pod to run and be ready",
+    ]
+    assert record(api)["waves"][0]["waits"]["upgrade"]["since"] == int(Clock().t)
+    # each next call goes on with the same deadline; the wave stays released, nothing is labelled again
+    writes, heads = len(api.writes), []
+    while out["progress"]["waiting"]:
+        nxt = Canary(api, clock=clock, sleep=clock.sleep, poll=1.0, progress_interval=5, continue_wait=True)
+        out = nxt.run_wave(rec, 0, {"policy": "evict", "wave_timeout": 20})
+        heads.append(out["progress"]["lines"][0])
+    assert heads[0].endswith("(10 s of at most 20 s)") and len(heads) == 2
+    assert heads[-1].startswith("canary: 2 of 2 nodes done") and out["progress"]["done"] == ["a-0", "h-0"]
+    assert all("progress record" in w[2] for w in api.writes[writes:])
+    assert record(api)["waves"][0]["status"] == WAVE_UPGRADED
+
+
+def test_a_wave_in_which_nothing_moves_stops_after_the_grace_period_not_the_wave_timeout():
     api = FakeAPI(NAMES)
     c = canary(api)
     _plan, rec, nodes, cp = planned(api, c)
     c.prepare(rec, nodes, cp, {})
-    c.run_wave(rec, 0, {"policy": "evict"})
-    failed = c.rollback(rec, c.nodes(), c.cluster_policy(), timeout=30)
-    assert failed == {}
-    assert api.cp["spec"]["driver"]["version"] == "580.1"
-    for n in NAMES:
-        assert api.nodes[n]["metadata"]["labels"][DRIVER_VERSION_LABEL] == "580.1"
-        assert SKIP not in api.nodes[n]["metadata"]["labels"] and "taints" not in api.nodes[n]["spec"]
-    assert record(api)["phase"] == "rolled-back"
+    api.stopped = True  # the upgrade controller does not run: no node of the wave ever moves
+    start = c.clock()
+    with pytest.raises(CanaryAbort) as exc:
+        c.run_wave(rec, 0, {"policy": "evict", "wave_timeout": 1800, "stall_grace": 10})
+    assert 10 <= c.clock() - start <= 12
+    assert exc.value.msg == (
+        "canary failed: node a-0: nothing moved for 10 s, so nothing can progress (upgrade-done, driver 580.1, "
+        "waiting for the upgrade controller to start it); node h-0: nothing moved for 10 s, so nothing can "
+        "progress (upgrade-done, driver 580.1, waiting for the upgrade controller to start it)"
+    )
+    # the wave's nodes were never started: they get their skip label back, and keep the canary taint
+    for n in ("a-0", "h-0"):
+        assert api.nodes[n]["metadata"]["labels"][SKIP] == "true" and api.nodes[n]["spec"]["taints"]
+    assert record(api)["phase"] == "aborted"
 
 
 def test_an_empty_canary_pool_and_unknown_canary_nodes_are_errors_naming_the_fix():
@@ -363,7 +463,7 @@ def test_held_operands_switch_to_on_delete_are_renewed_per_wave_and_the_strategy
     c = canary(api)
     _plan, rec, nodes, cp = planned(api, c)
     c.prepare(rec, nodes, cp, {}, hold_operands=True)
-    assert api.writes[0][2] == (
+    assert api.writes[1][2] == (
         "ClusterPolicy cluster-policy: set spec.daemonsets toleration gpuops.io/canary-upgrade:NoSchedule and "
         "updateStrategy=OnDelete"
     )
@@ -446,14 +546,50 @@ def test_the_module_refuses_to_prepare_when_a_running_workloads_cuda_needs_a_new
         run_module(api, step="plan", cuda_images=[{"image": "("}])
 
 
-def test_a_rollback_that_does_not_complete_names_each_node_and_why_in_a_sentence():
+def test_a_rollback_needs_no_target_and_one_that_does_not_complete_says_what_is_left_in_sentences():
     api = FakeAPI(NAMES)
     run_module(api, step="prepare")
     run_module(api, step="wave", wave=0)
     api.failing.add("h-0")  # the old driver does not come back on h-0
     with pytest.raises(CanaryAbort) as exc:
-        run_module(api, step="rollback", wave_timeout=30)
+        run_module(api, step="rollback", driver_version=None, canary_nodes=[], wave_timeout=30)
     why = "the operator's upgrade controller set %s=upgrade-failed" % STATE
-    assert exc.value.msg == "rollback did not complete: node h-0: " + why
+    assert exc.value.msg == (
+        "rollback did not complete: node h-0: %s. Left on the cluster: the progress record (phase rollback-failed). "
+        "Run step=rollback (gpu_canary_upgrade_action=rollback with the role; no target needed) again once the nodes "
+        "named above can come back; it finishes the cleanup." % why
+    )
     assert exc.value.result()["failed_nodes"] == {"h-0": why}
-    assert record(api)["phase"] == "rolled-back"
+    with pytest.raises(PlanError, match="goes to driver 610.1, not to driver 620.1"):
+        run_module(api, step="rollback", driver_version="620.1")
+
+
+def test_the_status_step_needs_no_target_and_writes_nothing():
+    api = FakeAPI(NAMES)
+    run_module(api, step="prepare")
+    writes = len(api.writes)
+    out = run_module(api, step="status", driver_version=None, canary_nodes=[])
+    assert len(api.writes) == writes and out["changed"] is False
+    status = out["status"]
+    assert status["phase"] == "in-progress" and status["unfinished"]
+    assert status["waves"][0] == {
+        "index": 0,
+        "name": "canary",
+        "status": "pending",
+        "reason": None,
+        "nodes": ["a-0", "h-0"],
+    }
+    assert "the skip label nvidia.com/gpu-driver-upgrade.skip=true on 6 node(s)" in "; ".join(status["leftovers"])
+
+
+def test_prepare_refuses_a_driver_change_the_operator_does_not_manage_before_any_write():
+    api = FakeAPI(NAMES)
+    api.cp["spec"]["driver"]["enabled"] = False
+    with pytest.raises(CanaryAbort, match="the gate failed: the driver change to 610.1 is refused before any write"):
+        run_module(api, step="prepare")
+    assert api.writes == []
+    # a chart-only upgrade is allowed, and its wave is done without the upgrade controller
+    run_module(api, step="prepare", driver_version=None, chart_version="v26.7.1")
+    api.stopped = True
+    out = run_module(api, step="wave", wave=0, driver_version=None, chart_version="v26.7.1")
+    assert out["wave"]["wave"]["status"] == WAVE_UPGRADED

@@ -16,9 +16,15 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
     parse_selector,
     selector_matches,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.progress import (
+    DONE,
+    FAILED,
+    MOVING,
+    NOT_STARTED,
+    node_progress,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.proof import (
     dcgm_xid_by_node,
-    node_upgrade_status,
     prove_node,
     xid_events,
 )
@@ -185,7 +191,7 @@ def test_the_gate_fails_on_a_foreign_upgrade_failure_and_a_foreign_cordon_but_no
         node("upgrading", "wait-for-jobs-required", unschedulable=True),
         node("not-planned", "upgrade-failed", unschedulable=True),
     ]
-    g = gate(nodes, [], [], ["old-failure", "ours", "cordoned", "upgrading"], None, "k")
+    g = gate(nodes, [], [], ["old-failure", "ours", "cordoned", "upgrading"], None)
     assert not g["passed"]
     assert g["cordoned"] == ["cordoned"]
     assert len(g["failures"]) == 2
@@ -205,7 +211,7 @@ def test_the_gate_lists_gpu_jobs_their_pdbs_and_which_are_waited_for():
         "spec": {"selector": {"matchLabels": {"app": "infer"}}, "minAvailable": 1},
         "status": {"disruptionsAllowed": 0},
     }
-    g = gate([node("n1")], pods, [pdb], ["n1"], None, "k", wait_selector="ckpt=yes")
+    g = gate([node("n1")], pods, [pdb], ["n1"], None, wait_selector="ckpt=yes")
     assert g["passed"]
     assert [(j["pod"], j["wait_for_completion"], j["pdbs"]) for j in g["gpu_jobs"]] == [
         ("default/infer", False, ["default/infer-pdb"]),
@@ -304,7 +310,7 @@ def test_the_gate_fails_when_the_target_driver_is_older_than_a_running_workloads
         cuda_pod("mig", "n1", "nvidia/cuda:12.4.1-runtime-ubuntu22.04", resource="nvidia.com/mig-1g.10gb"),
         cuda_pod("old", "n1", "nvcr.io/nvidia/cuda:12.0.1-base"),
     ]
-    g = gate([node("n1")], pods, [], ["n1"], None, "k", target_driver="570.86.10")
+    g = gate([node("n1")], pods, [], ["n1"], None, target_driver="570.86.10")
     assert not g["passed"]
     assert len(g["failures"]) == 1
     msg = g["failures"][0]
@@ -325,14 +331,14 @@ def test_the_gate_passes_when_the_target_driver_meets_every_workloads_minimum():
         cuda_pod("elsewhere", "other", "nvcr.io/nvidia/cuda:13.0.0-base-ubuntu22.04"),  # not a planned node
         cuda_pod("done", "n1", "nvcr.io/nvidia/cuda:13.0.0-base-ubuntu22.04", phase="Succeeded"),
     ]
-    g = gate([node("n1"), node("other")], pods, [], ["n1"], None, "k", target_driver="580.65.06")
+    g = gate([node("n1"), node("other")], pods, [], ["n1"], None, target_driver="580.65.06")
     assert g["passed"], g["failures"]
     assert [(w["pod"], w["ok"]) for w in g["cuda"]["workloads"]] == [("default/train", True)]
     # with a lower target only the planned, running one fails
-    g = gate([node("n1"), node("other")], pods, [], ["n1"], None, "k", target_driver="575.1")
+    g = gate([node("n1"), node("other")], pods, [], ["n1"], None, target_driver="575.1")
     assert [f.split(" (")[0] for f in g["failures"]] == ["pod default/train"]
     # a chart-only upgrade (no target driver) lists the versions and compares nothing
-    g = gate([node("n1")], pods, [], ["n1"], None, "k", target_driver=None)
+    g = gate([node("n1")], pods, [], ["n1"], None, target_driver=None)
     assert g["passed"] and g["cuda"]["target_driver"] is None and g["cuda"]["workloads"][0]["ok"] is None
 
 
@@ -342,7 +348,7 @@ def test_unknown_cuda_versions_are_listed_as_info_and_fail_nothing():
         cuda_pod("future", "n1", "nvcr.io/nvidia/cuda:14.0.0-base"),  # not in the compatibility matrix
         gpu_pod("noimage", "n1"),
     ]
-    g = gate([node("n1")], pods, [], ["n1"], None, "k", target_driver="470.1")
+    g = gate([node("n1")], pods, [], ["n1"], None, target_driver="470.1")
     assert g["passed"], g["failures"]
     assert g["cuda"]["workloads"] == []
     unknown = {u["pod"]: u for u in g["cuda"]["unknown"]}
@@ -352,7 +358,7 @@ def test_unknown_cuda_versions_are_listed_as_info_and_fail_nothing():
     assert "not in the compatibility matrix" in unknown["default/future"]["reason"]
     # a user rule makes the custom image known, and then it is compared
     rules = cuda_image_rules([{"image": "^registry\\.example\\.com/ml/trainer:", "cuda": "12.6"}])
-    g = gate([node("n1")], pods, [], ["n1"], None, "k", target_driver="470.1", cuda_rules=rules)
+    g = gate([node("n1")], pods, [], ["n1"], None, target_driver="470.1", cuda_rules=rules)
     assert not g["passed"] and "pod default/custom" in g["failures"][0] and "CUDA 12.6" in g["failures"][0]
 
 
@@ -361,11 +367,33 @@ def test_unknown_cuda_versions_are_listed_as_info_and_fail_nothing():
 
 def test_a_node_is_upgraded_when_its_driver_label_is_the_target_and_the_controller_is_done():
     done = node("n", "upgrade-done", labels={DRIVER_VERSION_LABEL: "610.1"})
-    assert node_upgrade_status(done, "610.1")[0] == "done"
-    assert node_upgrade_status(done, "610.2")[0] == "waiting"
+    assert node_progress(done, "610.1") == (DONE, "upgrade-done 610.1", "upgrade-done, driver 610.1")
+    assert node_progress(done, "610.2")[0] == NOT_STARTED
     held = node("n", "upgrade-required", labels={SKIP: "true", DRIVER_VERSION_LABEL: "580.1"})
-    assert node_upgrade_status(held, "610.1") == ("waiting", "skip label still set")
-    assert node_upgrade_status(node("n", "upgrade-failed"), "610.1")[0] == "failed"
+    assert node_progress(held, "610.1")[::2] == (
+        NOT_STARTED,
+        "upgrade-required, driver 580.1, still held by the skip label",
+    )
+    failed = node_progress(node("n", "upgrade-failed"), "610.1")
+    assert failed[0] == FAILED and failed[2].endswith("set nvidia.com/gpu-driver-upgrade-state=upgrade-failed")
+    assert node_progress(None, "610.1")[::2] == (FAILED, "the node disappeared")
+
+
+def test_each_upgrade_state_says_what_the_node_waits_for():
+    restarting = node("n", "pod-restart-required", labels={DRIVER_VERSION_LABEL: "580.1"})
+    assert node_progress(restarting, "610.1")[::2] == (
+        MOVING,
+        "pod-restart-required, driver 580.1, waiting for the new driver pod to run and be ready",
+    )
+    queued = node("n", "upgrade-required", labels={DRIVER_VERSION_LABEL: "580.1"})
+    assert node_progress(queued, "610.1")[2].endswith("waiting for the upgrade controller to start it")
+    unmanaged = node("n", None)
+    assert node_progress(unmanaged, "610.1")[::2] == (
+        NOT_STARTED,
+        "no upgrade state, driver unknown, waiting for the operator's upgrade controller to give it an upgrade state",
+    )
+    # a chart-only upgrade (no target driver) is done on a node the upgrade controller does not touch
+    assert node_progress(unmanaged, None)[0] == DONE
 
 
 def view(**kw):

@@ -127,11 +127,22 @@ def test_check_mode_prepare_lists_its_writes_without_making_one(monkeypatch):
     assert res["changed"] is True  # what it would change
 
 
-def test_without_a_target_version_the_argument_check_fails_naming_both_options(monkeypatch):
+def test_without_a_target_version_a_planning_step_fails_naming_both_options_before_any_request(monkeypatch):
     server = StubCluster()
     res = run_module(server, monkeypatch, step="plan")
-    assert res["_kind"] == "fail" and "one of the following is required: driver_version, chart_version" in res["msg"]
+    assert res["_kind"] == "fail" and res["msg"] == "step=plan needs a target: driver_version, chart_version or both"
     assert server.calls == []
+
+
+def test_the_status_needs_no_target_and_says_when_nothing_is_recorded(monkeypatch):
+    server = StubCluster()
+    res = run_module(server, monkeypatch, step="status", canary_nodes=[])
+    assert res["_kind"] == "exit" and res["changed"] is False and server.writes() == []
+    assert res["status"]["lines"] == [
+        "No canary upgrade is recorded in ConfigMap gpu-operator/gpuops-canary-upgrade.",
+        "Nothing of a canary upgrade is left on the cluster.",
+        "Nothing is left to clean up.",
+    ]
 
 
 def test_step_wave_without_wave_fails_naming_the_option_before_any_request(monkeypatch):
@@ -157,7 +168,13 @@ def test_a_failed_wave_aborts_with_the_failed_nodes_the_wave_and_the_request_cou
     res = run_module(server, monkeypatch, step="wave", wave=0, eviction="none", driver_version="610.1")
     why = "the operator's upgrade controller set %s=upgrade-failed" % STATE
     assert res["_kind"] == "fail" and "exception" not in res
-    assert res["msg"] == "canary failed: node g0: " + why
+    assert res["msg"].startswith(
+        "canary failed: node g0: %s. Left on the cluster: the progress record (phase aborted);" % why
+    )
+    assert res["msg"].endswith(
+        "Fix the cause and run the same upgrade again to resume it, or undo it with step=rollback "
+        "(gpu_canary_upgrade_action=rollback with the role; no target needed)."
+    )
     assert res["failed_nodes"] == {"g0": why} and res["wave"] == 0
     assert res["api_requests"] == len(server.calls) - before > 0
     g0 = server.nodes["g0"]
