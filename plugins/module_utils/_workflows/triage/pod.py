@@ -112,11 +112,21 @@ class PodDiagnosis:
         self._quota()
         return self
 
+    def _node_findings(self, name):
+        """The node-layer findings of a node that concern this pod: the ``dra`` layer only when it uses claims, the
+        ``device-plugin`` layer only when it asks for an extended GPU resource (or for neither, nothing to tell)."""
+        skip = set()
+        if not self.claims:
+            skip.add("dra")
+        if not self.requests and self.claims:
+            skip.add("device-plugin")
+        return [f for f in self.stack.findings(name) if f["layer"] not in skip]
+
     # -- bound pods ------------------------------------------------------------------------------
 
     def _bound(self, node_name):
         if node_name in self.stack.nodes:
-            self.extend(self.stack.findings(node_name))
+            self.extend(self._node_findings(node_name))
         if self.claims and self.status.get("phase") == "Pending":
             plugin = self.stack.view(node_name)["operands"].get("dra-driver") if node_name in self.stack.nodes else None
             failure = prepare_failure(self.claims, node_name, {"plugin_pod": plugin})
@@ -151,12 +161,12 @@ class PodDiagnosis:
         # layers 1-3 on the nodes the pod could use; blocking unless a healthy candidate has room
         fits_somewhere = any(
             self.classified[c][0] is None
-            and not [f for f in self.stack.findings(c) if f["severity"] == "error"]
+            and not [f for f in self._node_findings(c) if f["severity"] == "error"]
             and (self.claims is None or self.claims.fits(c))
             for c in self.candidates
         )
         for name in self.candidates:
-            for item in self.stack.findings(name):
+            for item in self._node_findings(name):
                 if item["severity"] == "error" and fits_somewhere:
                     item = dict(item, severity="warning")
                 self.add(item)

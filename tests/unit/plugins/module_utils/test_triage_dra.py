@@ -351,6 +351,13 @@ class TestExtendedResourcePods:
         result = triage(self.gpu_pod(), classes=(mapped,))
         assert "ExtendedResourceOnDRA" not in [f["reason"] for f in result["findings"]]
 
+    def test_the_dra_layer_of_a_node_does_not_concern_a_pod_that_asks_for_the_extended_resource(self):
+        node = dra_node("n0")  # labelled for the DRA driver but without a slice: a dra error on the node
+        node["status"].update(capacity={"nvidia.com/gpu": "8"}, allocatable={"nvidia.com/gpu": "8"})
+        snap = Snapshot(nodes=[node], targets=[self.gpu_pod()], slices=[], device_classes=[GPU_CLASS], claims=[])
+        result = diagnose(snap, {"kind": "pod", "namespace": "ml", "name": "train"})
+        assert not [f for f in result["findings"] if f["layer"] == "dra"] and errors(result) == []
+
     def test_namespace_triage_takes_pending_claim_pods(self):
         assert wanted_pod(claim_pod(template="t"))
         running = claim_pod(template="t", node="n0")
