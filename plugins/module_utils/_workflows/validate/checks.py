@@ -26,6 +26,8 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.val
 )
 
 REQUIRED_LABELS = ("nvidia.com/gpu.present", "nvidia.com/gpu.product", "nvidia.com/gpu.count")
+#: In DRA mode the devices' attributes carry product and count (no gpu-feature-discovery labels).
+DRA_REQUIRED_LABELS = REQUIRED_LABELS[:1]
 
 
 def _check_host(nvml):
@@ -64,9 +66,9 @@ def _check_node(host, node):
     ]
 
 
-def _check_labels(node):
+def _check_labels(node, required=REQUIRED_LABELS):
     labels = node.get("labels") or {}
-    missing = [k for k in REQUIRED_LABELS if not labels.get(k)]
+    missing = [k for k in required if not labels.get(k)]
     if not missing and is_true(labels.get("nvidia.com/gpu.present")):
         return []
     what = ", ".join(missing) if missing else "nvidia.com/gpu.present=%s" % labels.get("nvidia.com/gpu.present")
@@ -233,7 +235,7 @@ def node_checks(host, node, smoke=None, monitoring=None, mig_layouts=None, sandb
             outcome[name] = SKIP
         return outcome, findings
     in_dra = dra.uses_dra(node)
-    record("labels", _check_labels(node))
+    record("labels", _check_labels(node, DRA_REQUIRED_LABELS if dra.dra_only(node) else REQUIRED_LABELS))
     if dra.dra_only(node):
         outcome["allocatable"] = SKIP
     else:

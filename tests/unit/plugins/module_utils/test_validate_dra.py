@@ -6,7 +6,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.val
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import fleet_summary
 
 UUIDS = ["GPU-%d" % i for i in range(4)]
-LABELS = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "H100", "nvidia.com/gpu.count": "4"}
+LABELS = {"nvidia.com/gpu.present": "true"}  # no gpu-feature-discovery labels in DRA mode
 
 
 def nvml(uuids=UUIDS):
@@ -76,7 +76,8 @@ def test_a_healthy_dra_node_passes_every_dra_check_and_skips_the_allocatable_one
 
 
 def test_an_extended_resource_node_keeps_todays_checks_and_skips_the_dra_ones():
-    node = dict(dra_node(devices=[]), mode="extended-resource", allocatable={"nvidia.com/gpu": 4})
+    gfd = dict(LABELS, **{"nvidia.com/gpu.product": "H100", "nvidia.com/gpu.count": "4"})
+    node = dict(dra_node(devices=[]), mode="extended-resource", allocatable={"nvidia.com/gpu": 4}, labels=gfd)
     node["dra"] = dict(node["dra"], expected=False, pools=[])
     checks, findings = judge(node)
     assert findings == [] and checks["allocatable"] == "pass"
@@ -130,7 +131,8 @@ def test_a_missing_device_class_fails_every_dra_node():
 
 
 def test_a_mixed_fleet_is_judged_in_one_run_each_node_in_its_mode():
-    er = dict(dra_node(devices=[]), mode="extended-resource", allocatable={"nvidia.com/gpu": 3})
+    gfd = dict(LABELS, **{"nvidia.com/gpu.product": "H100", "nvidia.com/gpu.count": "4"})
+    er = dict(dra_node(devices=[]), mode="extended-resource", allocatable={"nvidia.com/gpu": 3}, labels=gfd)
     er["dra"] = dict(er["dra"], expected=False, pools=[])
     hosts = {h: {"node_name": h, "pool": h, "nvidia_gpu": nvml()} for h in ("er", "dra")}
     smoke = {"er": {"status": "passed"}, "dra": {"status": "pending", "reason": "cannot allocate all claims"}}
