@@ -183,7 +183,7 @@ def timed(fn, kubeconfig, repeat):
     return statistics.median(times), last
 
 
-def seed_operands(admin_kubeconfig, per_node, apps=OPERANDS):
+def seed_operands(admin_kubeconfig, per_node, apps=tuple(OPERANDS)):
     """Create `per_node` operand pods (the first of `apps`) on every GPU node (idempotent: skips existing ones)."""
     from kubernetes import client, config
 

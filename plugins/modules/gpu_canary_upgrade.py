@@ -45,7 +45,7 @@ description:
     every planned node whose driver the operator manages to run it again, then takes back the preparation. A
     rollback that fails says which nodes did not come back; running it again finishes it.
   - O(step=status) needs no target and only reads - the recorded plan and phase, each planned node's state, the
-    reason of the last failure, what a canary upgrade left on the cluster (RV(status.leftovers)) and what to run
+    reason of the last failure, what a canary upgrade left on the cluster (C(leftovers) of RV(status)) and what to run
     next.
 author:
   - gpuops.gpu_operator contributors (@gpuops)

@@ -19,7 +19,7 @@ description:
     CRD does not know. It never uninstalls to reinstall.
   - Only the CRDs of the chart and of the subcharts the effective values enable are applied (a subchart's
     C(condition) and C(tags), as Helm decides them); for example with C(nfd.enabled=false) the NFD subchart's CRDs,
-    which then belong to the cluster's own NFD, are left alone and listed in RV(plan.crds_skipped).
+    which then belong to the cluster's own NFD, are left alone and listed in C(crds_skipped) of RV(plan).
   - Refuses an upgrade the GPU Operator life-cycle policy does not support (one that skips a major release
     C(YY.MM)) and any downgrade, unless O(force=true).
   - Refuses to apply CRDs that would drop fields from the CRDs in the cluster (those of a newer chart), naming how

@@ -43,7 +43,7 @@ def pins(path):
 def test_the_definition_is_ansible_builder_3_with_a_pinned_base_image_and_ansible():
     assert DEFINITION["version"] == 3
     image = DEFINITION["images"]["base_image"]["name"]
-    repository, _, tag = image.rpartition(":")
+    repository, _sep, tag = image.rpartition(":")
     assert repository and tag and tag != "latest" and any(c.isdigit() for c in tag), image
     deps = DEFINITION["dependencies"]
     core = Requirement(deps["ansible_core"]["package_pip"])

@@ -91,7 +91,7 @@ def cuda_semver(cuda_version) -> str:
 
 def pci_bus_id(nvml_bus_id: str) -> str:
     """NVML's "00000000:18:00.0" in the sysfs form the standard attribute uses: "0000:18:00.0"."""
-    domain, _, rest = str(nvml_bus_id).partition(":")
+    domain, _sep, rest = str(nvml_bus_id).partition(":")
     return f"{domain[-4:]}:{rest}".lower()
 
 

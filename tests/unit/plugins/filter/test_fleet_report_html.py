@@ -31,7 +31,7 @@ def page(**kw):
 
 def checks_table(root):
     _headers, rows = html_dom.table(root, "checks")
-    return [(tr, cells) for tr, cells in rows]
+    return list(rows)
 
 
 def test_the_page_is_self_contained_and_the_same_summary_gives_the_same_bytes():

@@ -40,14 +40,14 @@ def test_the_versions_picture_gives_each_value_a_share_of_the_bar():
         "Driver",
         bar_width=300,
     )
-    (bar,) = chart["groups"][0]["bars"]
-    assert [(s["value"], s["width"], s["fill"]) for s in bar["segments"]] == [
+    (pool_bar,) = chart["groups"][0]["bars"]
+    assert [(s["value"], s["width"], s["fill"]) for s in pool_bar["segments"]] == [
         ("570.86.10", 150.0, _html.MAJORITY_FILL),
         ("570.124.06", 50.0, _html.OTHER_FILLS[0]),
         ("unknown", 100.0, _html.UNKNOWN_FILL),
     ]
-    assert [s["x"] for s in bar["segments"]] == [70, 220.0, 270.0]
-    assert bar["text"] == "570.86.10 \u00d73, 570.124.06 \u00d71, unknown \u00d72"
+    assert [s["x"] for s in pool_bar["segments"]] == [70, 220.0, 270.0]
+    assert pool_bar["text"] == "570.86.10 \u00d73, 570.124.06 \u00d71, unknown \u00d72"
     assert chart["groups"][0]["nodes"] == 6
 
 

@@ -142,7 +142,7 @@ class FakeHelm:
             values = yaml.safe_load(f)
         self.log.append(("helm upgrade", version))
         if self.fail_upgrade:
-            message, writes_revision = self.fail_upgrade
+            message, writes_revision = self.fail_upgrade  # pylint: disable=unpacking-non-sequence
             if writes_revision:
                 self._write(version, values, "failed")
             raise HelmError(message)
