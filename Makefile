@@ -46,11 +46,12 @@ endif
 export PATH := $(VENV)/bin:$(SIM_BIN):$(PATH)
 
 .PHONY: help venv collection-root sanity-root prometheus chromium sim-binaries nvml lint ruff ansible-lint sanity units \
-	integration molecule test site audit site-down bench build doc-check changelog-lint ee clean
+	integration molecule test site audit canary-demo site-down bench build doc-check changelog-lint ee clean
 
 help:
 	@echo "make site   - bring up the simulated GPU cluster (profile demo) and run playbooks/site.yml on it"
 	@echo "make audit  - make site, then playbooks/audit.yml with a fault overlay (JSON, Markdown, HTML reports)"
+	@echo "make canary-demo - make site, then the canary upgrade of docs/canary-upgrade.md (a refusal, its recovery)"
 	@echo "make test   - the whole suite: lint, sanity, units, doc-check, changelog-lint, ee, integration, molecule"
 	@echo "other targets: venv collection-root sim-binaries nvml lint sanity units integration molecule"
 	@echo "               doc-check changelog-lint ee build bench site-down clean"
@@ -199,6 +200,19 @@ audit: site
 	cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/ansible-playbook -i $(BUILD)/inventory.yml \
 		-i $(REPO)/tests/integration/audit/demo-faults.yml playbooks/audit.yml \
 		-e gpu_nvml_library=$(BUILD)/nvml/libnvidia-ml.so.1 -e gpu_audit_report_dir=$(BUILD)/reports/audit
+
+# The canary upgrade on the demo cluster, the commands of docs/canary-upgrade.md ("Try it on the demo cluster") as
+# written: a driver upgrade the gate must refuse before any write (the demo's drivers are preinstalled), the status,
+# a chart upgrade in proven waves, the status, and the rollback to where it started (so it can run again).
+canary-demo: site
+	cd $(REPO) && export $(ANSIBLE_ENV) && \
+	if ansible-playbook -i build/inventory.yml playbooks/upgrade.yml -e gpu_nvml_library=build/nvml/libnvidia-ml.so.1 -e gpu_canary_upgrade_driver_version=610.57.04 -e '{"gpu_canary_upgrade_canary_nodes": ["h100-0", "a100-0"]}'; then \
+		echo "canary-demo: the gate should have refused the driver upgrade on preinstalled drivers"; exit 1; fi && \
+	echo "canary-demo: the driver upgrade was refused before any write, as expected" && \
+	ansible-playbook -i build/inventory.yml playbooks/upgrade.yml -e gpu_canary_upgrade_action=status && \
+	ansible-playbook -i build/inventory.yml playbooks/upgrade.yml -e gpu_nvml_library=build/nvml/libnvidia-ml.so.1 -e gpu_canary_upgrade_chart_version=v26.7.1 -e '{"gpu_canary_upgrade_canary_nodes": ["h100-0", "a100-0"], "gpu_canary_upgrade_chart_values": {"devicePlugin": {"version": "v0.20.1"}}}' && \
+	ansible-playbook -i build/inventory.yml playbooks/upgrade.yml -e gpu_canary_upgrade_action=status && \
+	ansible-playbook -i build/inventory.yml playbooks/upgrade.yml -e gpu_canary_upgrade_action=rollback
 
 site-down: venv
 	cd $(REPO) && $(VENV)/bin/python -m tests.sim down

@@ -12,9 +12,12 @@ import os
 import signal
 import subprocess
 import sys
+import sysconfig
+from contextlib import contextmanager
 from pathlib import Path
 
 from tests.integration.helpers import wait_for
+from tests.sim import testbed as tb
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 NS = "gpu-operator"
@@ -25,6 +28,7 @@ DRIVER = "nvidia.com/cuda.driver-version.full"
 FAILED = "gpuops.io/canary-upgrade-failed"
 FAULT = "sim.gpuops.io/fault"
 TAINT = "gpuops.io/canary-upgrade"
+JSON_PATCH = "application/json-patch+json"
 CANARY = ["a100-0", "h100-0"]
 FAST = {
     "gpu_canary_upgrade_baseline": False,
@@ -34,6 +38,19 @@ FAST = {
     "gpu_canary_upgrade_wave_timeout": 120,
     "gpu_canary_upgrade_proof_timeout": 60,
 }
+
+
+def collection_root(work: Path) -> Path:
+    """``work/collections``: this checkout as gpuops.gpu_operator and kubernetes.core from the venv's ansible
+    package (the install role and playbooks/site.yml use it), as `make collection-root` links them."""
+    root = work / "collections" / "ansible_collections"
+    (root / "gpuops").mkdir(parents=True)
+    (root / "gpuops" / "gpu_operator").symlink_to(REPO_ROOT)
+    (root / "kubernetes").mkdir()
+    (root / "kubernetes" / "core").symlink_to(
+        Path(sysconfig.get_paths()["purelib"]) / "ansible_collections" / "kubernetes" / "core"
+    )
+    return work / "collections"
 
 
 class CanaryBed:
@@ -77,6 +94,36 @@ class CanaryBed:
         )
         proc.output = proc.stdout + proc.stderr
         return proc
+
+    def status(self):
+        """playbooks/upgrade.yml with gpu_canary_upgrade_action=status (no target): its output."""
+        r = self.playbook(gpu_canary_upgrade_action="status")
+        assert r.returncode == 0, r.output[-3000:]
+        return r.output
+
+    def install_role(self):
+        """The gpu_operator_install role on this bed (as playbooks/site.yml runs it), as the automation identity."""
+        play = self.work / "install.yml"
+        play.write_text(
+            "- hosts: k8s_cluster\n  gather_facts: false\n  roles:\n"
+            "    - role: gpuops.gpu_operator.gpu_operator_install\n      vars:\n"
+            "        gpu_operator_install_kubeconfig: '{{ gpuops_kubeconfig }}'\n"
+            "        gpu_operator_install_chart_repo_url: '{{ gpuops_chart_repo_url }}'\n"
+        )
+        cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(self.inventory), str(play)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=self.env(), timeout=600, check=False)
+        proc.output = proc.stdout + proc.stderr
+        return proc
+
+    @contextmanager
+    def operator_stopped(self):
+        """The simulated GPU Operator paused (SIGSTOP), as if its upgrade controller did not run; resumed after."""
+        pid = tb.State(self.t.state_dir).load().components["gpu-operator-sim"]["pid"]
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(pid, signal.SIGCONT)
 
     def start_playbook(self, **extra):
         log = open(self.work / "interrupted.log", "w")  # noqa: SIM115 (handed to the child process)
@@ -125,6 +172,11 @@ class CanaryBed:
 
     def cp(self):
         return self.custom.get_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", "cluster-policy")
+
+    def prepared_objects(self):
+        """The specs a canary preparation changes: the ClusterPolicy's and the NFD worker DaemonSet's."""
+        worker = self.api.sanitize_for_serialization(self.nfd_worker())
+        return {"cluster_policy": self.cp()["spec"], "nfd_worker": worker["spec"]}
 
     def nfd_worker(self):
         from kubernetes import client
@@ -207,11 +259,35 @@ class CanaryBed:
 
     def reset(self, timeout=120):
         """Every GPU node back on the ClusterPolicy's driver: no record, faults, skip labels, canary taints or
-        failure annotations; failed upgrades retried."""
+        failure annotations; failed upgrades retried; the ClusterPolicy's operand settings and upgrade policy and
+        the NFD worker's tolerations as the first reset found them (a test's abort leaves its preparation)."""
         try:
             self.core.delete_namespaced_config_map(RECORD, NS)
         except Exception:
             pass
+        objects = self.prepared_objects()
+        if not hasattr(self, "baseline"):
+            self.baseline = objects
+        base, now = self.baseline["cluster_policy"], objects["cluster_policy"]
+        ops = []
+        if now["daemonsets"] != base["daemonsets"]:
+            ops.append({"op": "replace", "path": "/spec/daemonsets", "value": base["daemonsets"]})
+        if now["driver"].get("upgradePolicy") != base["driver"].get("upgradePolicy"):
+            ops.append(
+                {"op": "replace", "path": "/spec/driver/upgradePolicy", "value": base["driver"]["upgradePolicy"]}
+            )
+        if ops:
+            self.custom.patch_cluster_custom_object(
+                "nvidia.com", "v1", "clusterpolicies", "cluster-policy", ops, _content_type=JSON_PATCH
+            )
+        worker = self.baseline["nfd_worker"]["template"]["spec"].get("tolerations")
+        if objects["nfd_worker"]["template"]["spec"].get("tolerations") != worker:
+            from kubernetes import client
+
+            ops = [{"op": "replace", "path": "/spec/template/spec/tolerations", "value": worker}]
+            client.AppsV1Api(self.api).patch_namespaced_daemon_set(
+                self.nfd_worker().metadata.name, NS, ops, _content_type=JSON_PATCH
+            )
         for name, snap in self.snapshot().items():
             labels = {SKIP: None}
             if snap["labels"].get(STATE) == "upgrade-failed":

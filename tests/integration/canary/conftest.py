@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from canary_helpers import NS, REPO_ROOT, CanaryBed, wait_for
+from canary_helpers import NS, CanaryBed, collection_root, wait_for
 
 from tests.integration.conftest import _from_state, run_cli
 
@@ -30,9 +30,7 @@ def canary(tmp_path_factory):
     try:
         bed = _from_state(state_dir, owned=not reuse)
         work = tmp_path_factory.mktemp("canary")
-        link = work / "collections" / "ansible_collections" / "gpuops" / "gpu_operator"
-        link.parent.mkdir(parents=True)
-        link.symlink_to(REPO_ROOT)
+        collection_root(work)
         inv = run_cli("inventory", "--state-dir", str(state_dir))
         assert inv.returncode == 0, inv.stderr
         (work / "inventory.yml").write_text(inv.stdout)

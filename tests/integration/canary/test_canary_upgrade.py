@@ -7,9 +7,12 @@ which cannot be undone, is last.
 
 from __future__ import annotations
 
+import re
 import time
 
 from canary_helpers import CANARY, FAILED, NS, REPO_ROOT, SKIP, STATE, TAINT, wait_for
+
+DEPLOY_DRIVER = "nvidia.com/gpu.deploy.driver"
 
 
 def _tolerates(tolerations, key):
@@ -86,7 +89,7 @@ def test_the_baseline_gate_stops_the_run_with_its_report_before_any_write(clean)
         gpu_canary_upgrade_driver_version="610.70.01",  # not in the compatibility matrix for 26.x
     )
     assert r.returncode != 0
-    assert "driver.target_supported [fail]: driver 610.70.01 is not listed" in r.output, r.output[-3000:]
+    assert "fail driver.target_supported on the cluster: driver 610.70.01 is not listed" in r.output, r.output[-3000:]
     assert "GPU baseline fail" in r.output
     assert "Plan the upgrade and run the gate" not in r.output
     # only the permission questions of the gate (SelfSubjectAccessReviews persist nothing)
@@ -139,7 +142,7 @@ def test_gpu_jobs_are_evicted_through_the_eviction_api_and_a_pdb_that_refuses_st
         wait_for(lambda: clean.pdb_allowed("protected") == 0, 30, what="the PDB to allow no disruption")
         r = clean.playbook(gpu_canary_upgrade_driver_version="610.80.01", gpu_canary_upgrade_eviction_timeout=6)
         assert r.returncode != 0
-        assert "could not be evicted within 6s: default/protected" in r.output, r.output[-3000:]
+        assert "could not be evicted within 6 s: default/protected" in r.output, r.output[-3000:]
         # the gate listed the job and its budget
         assert "PDBs: default/protected" in r.output
         assert not clean.pod_alive("evictable")  # evicted
@@ -155,11 +158,9 @@ def test_gpu_jobs_are_evicted_through_the_eviction_api_and_a_pdb_that_refuses_st
 
 def test_happy_path_with_a_custom_taint_the_operands_did_not_tolerate(clean):
     key = "example.com/gpu-canary"
-    nfd = clean.nfd_worker()
-    assert not _tolerates(clean.cp()["spec"]["daemonsets"].get("tolerations"), key)
-    assert not _tolerates(
-        nfd.spec.template.spec.tolerations and [t.to_dict() for t in nfd.spec.template.spec.tolerations], key
-    )
+    before = clean.prepared_objects()
+    assert not _tolerates(before["cluster_policy"]["daemonsets"].get("tolerations"), key)
+    assert not _tolerates(before["nfd_worker"]["template"]["spec"].get("tolerations"), key)
     target = "610.20.01"
     r = clean.playbook(
         gpu_canary_upgrade_driver_version=target,
@@ -167,10 +168,15 @@ def test_happy_path_with_a_custom_taint_the_operands_did_not_tolerate(clean):
         gpu_canary_upgrade_waves=["50%", "100%"],
     )
     assert r.returncode == 0, r.output[-4000:]
-    # the operands and NFD were made to tolerate the taint first; otherwise the canary's new driver pod never
-    # schedules on the tainted node and the canary times out
-    assert _tolerates(clean.cp()["spec"]["daemonsets"]["tolerations"], key)
-    assert _tolerates([t.to_dict() for t in clean.nfd_worker().spec.template.spec.tolerations], key)
+    # the operands and NFD were made to tolerate the taint first (otherwise the canary's new driver pod never
+    # schedules on the tainted node), and after the last wave the preparation is taken back: only the version moved
+    prepared = r.output.index("ClusterPolicy cluster-policy: set spec.daemonsets toleration %s:NoSchedule" % key)
+    assert prepared < r.output.index("DaemonSet gpu-operator/") < r.output.index("hold the upgrade (skip label)")
+    after = clean.prepared_objects()
+    assert after["nfd_worker"] == before["nfd_worker"]
+    assert after["cluster_policy"]["driver"].pop("version") == target
+    before["cluster_policy"]["driver"].pop("version")
+    assert after["cluster_policy"] == before["cluster_policy"]
     _assert_upgraded(clean, clean.gpu_node_names(), target, taint_key=key)
     rec = clean.record()
     assert rec["phase"] == "done"
@@ -181,10 +187,15 @@ def test_happy_path_with_a_custom_taint_the_operands_did_not_tolerate(clean):
     for prev, nxt in zip(rec["waves"], rec["waves"][1:]):
         assert prev["finished"] <= nxt["started"], (prev, nxt)
     assert rec["skip_labelled"] == []
+    # the status of a finished upgrade: every wave proven, nothing left
+    out = clean.status()
+    assert "phase done" in out and "wave-2 [proven]: 9 node(s)" in out
+    assert "Nothing of a canary upgrade is left on the cluster." in out
 
 
 def test_a_fault_in_the_canary_aborts_with_every_other_node_untouched_and_rolls_back_on_request(clean):
     before = clean.snapshot()
+    objects = clean.prepared_objects()
     clean.fault("h100-0", "upgrade-failed")
     r = clean.playbook(gpu_canary_upgrade_driver_version="610.30.01", gpu_canary_upgrade_waves=["100%"])
     assert r.returncode != 0
@@ -205,12 +216,27 @@ def test_a_fault_in_the_canary_aborts_with_every_other_node_untouched_and_rolls_
     assert rec["phase"] == "aborted" and rec["waves"][0]["status"] == "failed"
     assert "h100-0" in rec["waves"][0]["reason"]
     assert [w["status"] for w in rec["waves"][1:]] == ["pending"]
-    # rollback on request: the driver goes back and every node is released, the broken one included
-    r = clean.playbook(gpu_canary_upgrade_driver_version="610.30.01", gpu_canary_upgrade_rollback=True)
+    # the failure says what is left and what to run, in sentences
+    assert "Left on the cluster: the progress record (phase aborted);" in r.output
+    assert "or undo it with step=rollback (gpu_canary_upgrade_action=rollback with the role" in r.output
+    # a rollback in which a100-0 (upgraded in the canary) does not come back fails naming it and what is left...
+    clean.fault("a100-0", "upgrade-failed")
+    r = clean.playbook(gpu_canary_upgrade_action="rollback", gpu_canary_upgrade_stall_grace=20)
+    assert r.returncode != 0
+    assert "rollback did not complete: node a100-0: the operator's upgrade controller set" in r.output, r.output[-3000:]
+    assert "Left on the cluster: the progress record (phase rollback-failed)" in r.output
+    assert "Run step=rollback (gpu_canary_upgrade_action=rollback with the role; no target needed) again" in r.output
+    # ... with the ClusterPolicy and NFD exactly as before the run all the same
+    assert clean.prepared_objects() == objects
+    # the second rollback, the node fixed, finishes: every node back on the old driver, nothing left
+    clean.fault("a100-0", None)
+    r = clean.playbook(gpu_canary_upgrade_action="rollback")
     assert r.returncode == 0, r.output[-4000:]
     assert clean.cp_driver() == before["h100-0"]["driver"]
     _assert_upgraded(clean, clean.gpu_node_names(), before["h100-0"]["driver"])
     assert clean.record()["phase"] == "rolled-back"
+    assert clean.prepared_objects() == objects
+    assert "Nothing of a canary upgrade is left on the cluster." in r.output
 
 
 def test_a_fault_in_the_second_wave_aborts_after_the_canary_is_proven(clean):
@@ -243,6 +269,8 @@ def test_an_interrupted_run_resumes_where_it_stopped(clean):
     extra = {"gpu_canary_upgrade_driver_version": target, "gpu_canary_upgrade_waves": ["50%", "100%"]}
     proc = clean.start_playbook(**extra)
     try:
+        wait_for(lambda: (clean.record() or {}).get("phase") == "in-progress", 120, what="the upgrade under way")
+        running = clean.status()  # while the upgrade runs, without knowing its target
         wait_for(
             lambda: (clean.record() or {}).get("waves", [{}])[0].get("status") == "proven",
             180,
@@ -250,20 +278,107 @@ def test_an_interrupted_run_resumes_where_it_stopped(clean):
         )
     finally:
         clean.kill(proc)
+    assert "Canary upgrade to driver %s (from driver" % target in running and "phase in-progress" in running
+    assert "wave-2 [pending]: 9 node(s), 9 held by the skip label" in running
     stopped = clean.record()
     assert stopped["phase"] == "in-progress"
     assert stopped["waves"][0]["status"] == "proven"
     assert [w["status"] for w in stopped["waves"][1:]] != ["proven", "proven"]
+    # what the interruption left is named, with the command that goes on from there
+    out = clean.status()
+    assert "Left on the cluster: the progress record (phase in-progress);" in out
+    assert "Fix the cause and run the same upgrade again to resume it, or undo it with step=rollback" in out
     r = clean.playbook(**extra)
     assert r.returncode == 0, r.output[-4000:]
     assert "resuming, phase in-progress" in r.output
     # the proven canary is not upgraded or proven again
-    assert "Upgrade and check on the cluster side: canary" not in r.output
-    assert "Upgrade and check on the cluster side: wave-2" in r.output
+    assert "Upgrade and check on the cluster side, with progress lines: canary" not in r.output
+    assert "Upgrade and check on the cluster side, with progress lines: wave-2" in r.output
     rec = clean.record()
     assert rec["phase"] == "done" and rec["started"] == stopped["started"]
     assert rec["waves"][0]["finished"] == stopped["waves"][0]["finished"]
     _assert_upgraded(clean, clean.gpu_node_names(), target)
+
+
+def test_a_driver_upgrade_on_nodes_with_a_preinstalled_driver_is_refused_before_any_write(clean):
+    preinstalled = ["a100-6", "a100-7"]
+    for n in preinstalled:
+        clean.core.patch_node(n, {"metadata": {"labels": {DEPLOY_DRIVER: "pre-installed"}}})
+    try:
+        mark = clean.t.audit_mark()
+        r = clean.playbook(gpu_canary_upgrade_driver_version="610.72.01")
+        assert r.returncode != 0
+        assert (
+            "the driver change to 610.72.01 is refused before any write: the GPU Operator does not manage the driver "
+            "of pool a100 (a100-6, a100-7): its nodes carry nvidia.com/gpu.deploy.driver=pre-installed (a "
+            "preinstalled driver). Upgrade the host driver with your own tooling, or switch the pool to "
+            "operator-managed drivers (label its nodes nvidia.com/gpu.deploy.driver=true), or exclude its nodes"
+        ) in r.output, r.output[-3000:]
+        assert "Canary upgrade gate failed, nothing was changed" in r.output
+        assert clean.t.audit_writes(mark) == []
+        assert clean.record() is None
+        # the fix the message names: leave those nodes out, and the plan passes its gate
+        r = clean.playbook(
+            check=True, gpu_canary_upgrade_driver_version="610.72.01", gpu_canary_upgrade_exclude=preinstalled
+        )
+        assert r.returncode == 0 and "Excluded: a100-6, a100-7" in r.output, r.output[-3000:]
+    finally:
+        for n in preinstalled:
+            clean.core.patch_node(n, {"metadata": {"labels": {DEPLOY_DRIVER: "true"}}})
+
+
+def test_a_stuck_wave_prints_progress_and_stops_early_and_a_rollback_leaves_the_policy_and_nfd_as_before(clean):
+    objects = clean.prepared_objects()
+    source = clean.cp_driver()
+    with clean.operator_stopped():  # no upgrade state will ever move
+        started = time.monotonic()
+        r = clean.playbook(
+            gpu_canary_upgrade_driver_version="610.73.01",
+            gpu_canary_upgrade_waves=["100%"],
+            gpu_canary_upgrade_wave_timeout=600,
+            gpu_canary_upgrade_stall_grace=10,
+            gpu_canary_upgrade_progress_interval=2,
+        )
+        took = time.monotonic() - started
+    assert r.returncode != 0
+    assert took < 300  # the grace period decided it, not the 600 s wave timeout
+    # a progress line per poll, each with the counts and what every node waits for
+    polls = re.findall(
+        r"\(item=canary: 0 of 2 nodes done, 0 in progress, 2 not started, 0 failed \((\d+) s of at most 600 s\)",
+        r.output,
+    )
+    assert len(polls) >= 2 and [int(p) for p in polls] == sorted(int(p) for p in polls), r.output[-4000:]
+    assert "; a100-0: upgrade-done, driver %s, waiting for the upgrade controller to start it" % source in r.output
+    why = "nothing moved for 10 s, so nothing can progress (upgrade-done, driver %s, waiting for the upgrade " % source
+    assert "Canary upgrade aborted in canary: canary failed: node a100-0: " + why in r.output
+    # the status of the failed upgrade: its plan, the failure, each node, what is left and what to run
+    out = clean.status()
+    assert "Canary upgrade to driver 610.73.01 (from driver %s and chart v26.3.3)" % source in out
+    assert "phase aborted" in out and "Last failure: canary failed: node a100-0: " + why in out
+    # (the operator, running again, marks the held nodes upgrade-required for the target it now sees)
+    assert re.search(
+        r"  a100-0: upgrade-(done|required), driver %s, held by the skip label, tainted, failed: " % source, out
+    )
+    assert "wave-1 [pending]: 18 node(s), 18 held by the skip label" in out
+    assert "the canary toleration gpuops.io/canary-upgrade:NoSchedule on the operands of ClusterPolicy" in out
+    # a later install stops at the unfinished canary upgrade, before any write
+    mark = clean.t.audit_mark()
+    r = clean.install_role()
+    assert r.returncode != 0, r.output[-3000:]
+    assert (
+        "A canary upgrade is unfinished (record gpu-operator/gpuops-canary-upgrade, phase aborted); installing now "
+        "would undo part of its preparation, so nothing was changed. Left on the cluster: the progress record"
+    ) in r.output, r.output[-3000:]
+    assert clean.t.audit_writes(mark) == []
+    # the rollback (no target needed) cleans up: the ClusterPolicy and NFD exactly as before the run
+    r = clean.playbook(gpu_canary_upgrade_action="rollback")
+    assert r.returncode == 0, r.output[-4000:]
+    assert clean.prepared_objects() == objects
+    assert clean.record()["phase"] == "rolled-back"
+    after = clean.snapshot()
+    for n, snap in after.items():
+        assert SKIP not in snap["labels"] and not [t for t in snap["taints"] if t[0] == TAINT], n
+        assert FAILED not in snap["annotations"], n
 
 
 def _driver_pods(cb):

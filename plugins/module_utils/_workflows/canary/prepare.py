@@ -74,8 +74,9 @@ def _toleration_writes(session, cp, prepared, hold_operands):
 
 def prepare(session, record, nodes, cp, policy, hold_operands=False):
     """The record (with what the preparation changes, as it was, and the nodes it labels), then the tolerations,
-    the skip label on every node that is not proven, then the target version (``policy`` merged into the driver's
-    ``upgradePolicy``). Returns the record."""
+    the skip label on every node that is neither proven nor released (a resumed run leaves the wave under way
+    released), then the target version (``policy`` merged into the driver's ``upgradePolicy``). Returns the
+    record."""
     prepared = record.setdefault("prepared", {})
     if hold_operands and "operand_strategy" not in record:
         record["operand_strategy"] = ((cp.get("spec") or {}).get("daemonsets") or {}).get("updateStrategy")
@@ -87,10 +88,11 @@ def prepare(session, record, nodes, cp, policy, hold_operands=False):
             name_of(d): (d.get("spec") or {}).get("version") for d in session.nvidia_drivers()
         }
     by_name = {name_of(n): n for n in nodes}
+    released = {n for w in record["waves"] if w.get("released") for n in w["nodes"]}
     hold = [
         by_name[n]
         for n in wave_nodes(record, skip_proven=True) + list(record.get("unplanned") or [])
-        if n in by_name and labels_of(by_name[n]).get(UPGRADE_SKIP_LABEL) != "true"
+        if n in by_name and n not in released and labels_of(by_name[n]).get(UPGRADE_SKIP_LABEL) != "true"
     ]
     record["skip_labelled"] = sorted(set(record.get("skip_labelled") or []) | {name_of(n) for n in hold})
     session.save_record(record)

@@ -89,8 +89,9 @@ def _take(session, wave, members, by_name):
                 session.label_node(node, {UPGRADE_STATE_LABEL: "upgrade-required"}, "retry the driver upgrade")
 
 
-def _release(session, record, wave, members, by_name, opts):
-    """Move the GPU workloads off the wave's nodes, then remove their skip label; returns the evicted pods."""
+def _move_workloads(session, record, wave, members, opts):
+    """Move the GPU workloads off the wave's nodes (aborting the wave when they do not go); returns the evicted
+    pods."""
     try:
         evicted = handle_workloads(
             session,
@@ -103,12 +104,16 @@ def _release(session, record, wave, members, by_name, opts):
     except CanaryAbort as exc:
         abort(session, record, wave["index"], dict.fromkeys(members, exc.msg), exc.msg)
         raise
+    return evicted
+
+
+def _release_labels(session, record, wave, members, by_name):
+    """Remove the wave's skip labels (again after a resumed run's prepare) and record the release once."""
     for n in members:
         session.label_node(by_name[n], {UPGRADE_SKIP_LABEL: None}, "release the driver upgrade (remove skip label)")
-    if not session.check_mode:
+    if not session.check_mode and not wave.get("released"):
         wave["released"] = utc_now(session.clock)
         session.save_record(record)
-    return evicted
 
 
 def run_wave(session, record, index, opts):
@@ -130,7 +135,8 @@ def run_wave(session, record, index, opts):
     result = {"wave": wave, "nodes": {}, "evicted": [], "operands_renewed": [], "skipped": False}
     try:
         if not wave.get("released"):
-            result["evicted"] = _release(session, record, wave, members, by_name, opts)
+            result["evicted"] = _move_workloads(session, record, wave, members, opts)
+        _release_labels(session, record, wave, members, by_name)
         if session.check_mode:
             return result
         target = opts.get("driver_version") or (record.get("target") or {}).get("driver_version")

@@ -388,12 +388,18 @@ def test_a_failed_rollback_says_which_nodes_did_not_come_back_and_a_second_one_f
     assert failed == {} and record(api)["phase"] == "rolled-back" and api.cp == cp_before
 
 
-def test_a_wave_returns_where_it_stands_each_progress_interval_and_a_continued_call_keeps_its_deadline():
+def prepared_with_a_slow_node(lists):
+    """A prepared upgrade whose h-0 shows pod-restart-required for ``lists`` node LISTs; ``(api, record)``."""
     api = FakeAPI(NAMES)
-    api.slow = {"h-0": 14}
+    api.slow = {"h-0": lists}
     c = canary(api)
     _plan, rec, nodes, cp = planned(api, c)
     c.prepare(rec, nodes, cp, {})
+    return api, rec
+
+
+def test_a_wave_returns_where_it_stands_each_progress_interval_and_a_continued_call_keeps_its_deadline():
+    api, rec = prepared_with_a_slow_node(14)
     clock = Clock()
     first = Canary(api, clock=clock, sleep=clock.sleep, poll=1.0, progress_interval=5)
     out = first.run_wave(rec, 0, {"policy": "evict", "wave_timeout": 20})
@@ -413,6 +419,21 @@ def test_a_wave_returns_where_it_stands_each_progress_interval_and_a_continued_c
     assert heads[-1].startswith("canary: 2 of 2 nodes done") and out["progress"]["done"] == ["a-0", "h-0"]
     assert all("progress record" in w[2] for w in api.writes[writes:])
     assert record(api)["waves"][0]["status"] == WAVE_UPGRADED
+
+
+def test_a_run_resumed_while_a_wave_was_under_way_does_not_hold_that_wave_again_and_finishes_it():
+    api, rec = prepared_with_a_slow_node(30)
+    clock = Clock()
+    out = Canary(api, clock=clock, sleep=clock.sleep, poll=1.0, progress_interval=3).run_wave(
+        rec, 0, {"policy": "evict"}
+    )
+    assert out["progress"]["waiting"]  # the run is interrupted here, the canary released
+    again = canary(api)
+    _plan, rec, nodes, cp = planned(api, again)
+    again.prepare(rec, nodes, cp, {})
+    assert SKIP not in api.nodes["h-0"]["metadata"]["labels"]  # the released canary is not held again
+    out = again.run_wave(rec, 0, {"policy": "evict"})
+    assert out["progress"]["done"] == ["a-0", "h-0"] and record(api)["waves"][0]["status"] == WAVE_UPGRADED
 
 
 def test_a_wave_in_which_nothing_moves_stops_after_the_grace_period_not_the_wave_timeout():
