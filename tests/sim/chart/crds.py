@@ -275,7 +275,8 @@ def crd(
                     "storage": True,
                     "schema": {"openAPIV3Schema": copy.deepcopy(schema)},
                     "subresources": {"status": {}},
-                    "additionalPrinterColumns": columns,
+                    # the API server drops an empty list, so a CRD without columns leaves the key out
+                    **({"additionalPrinterColumns": columns} if columns else {}),
                 }
             ],
         },
