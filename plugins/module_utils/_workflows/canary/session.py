@@ -251,8 +251,9 @@ class CanarySession:
         """Remove the canary taint; True if the node had it."""
         return self._set_taint(node, False)
 
-    def _set_taint(self, node, add, value=None, retry=True):
-        """Add or remove the canary taint; on a conflict (HTTP 409) re-reads the node and tries once more."""
+    def _set_taint(self, node, add, value=None, attempts=5):
+        """Add or remove the canary taint; on a conflict (HTTP 409: the node changed meanwhile, e.g. the operator
+        labelled it) re-reads the node and tries again, ``attempts`` times in all."""
         spec = node.get("spec") or {}
         if add:
             taints, changed = taints_with(spec.get("taints"), self.taint_key, self.taint_effect, value)
@@ -269,7 +270,8 @@ class CanarySession:
         try:
             self.write("node %s: %s" % (name, why), "PATCH", node_path(name), body)
         except K8sError as exc:
-            if exc.status != 409 or not retry:
+            if exc.status != 409 or attempts <= 1:
                 raise
-            return self._set_taint(self.client.get(node_path(name), what="read node %s" % name), add, value, False)
+            fresh = self.client.get(node_path(name), what="read node %s" % name)
+            return self._set_taint(fresh, add, value, attempts - 1)
         return True
