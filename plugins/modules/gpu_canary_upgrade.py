@@ -35,7 +35,8 @@ description:
     calling the same step again with O(continue_wait=true) goes on with the same deadlines.
   - O(step=finish_wave) records the caller's own proof (smoke pods, test workloads). V(passed=true) removes the
     canary taint and marks the wave proven; after the last wave it removes the skip labels it set and takes back
-    the preparation (tolerations, update strategy, upgrade policy).
+    the update strategy and the upgrade policy (the canary tolerations stay - every operand pod carries them -
+    and RV(status.kept) names them).
   - On the first failure (O(step=wave), or O(step=finish_wave) with V(passed=false)) it aborts - the wave's nodes
     stay tainted, failed nodes get the annotation C(gpuops.io/canary-upgrade-failed) saying why, nodes the
     controller has not started get their skip label back - and fails with the reason, what is left on the cluster
@@ -344,7 +345,8 @@ status:
     - For O(step=status) - C(record), C(phase) (null without a record), C(unfinished), C(target), C(from),
       C(started), C(updated), C(reason) (the last failure), C(waves) (C(index), C(name), C(status), C(reason),
       C(nodes)), C(nodes) (per planned node C(upgrade_state), C(driver_version), C(skip), C(tainted), C(cordoned),
-      C(failure)), C(leftovers) (what a canary upgrade left on the cluster), C(next) (what to run) and C(lines).
+      C(failure)), C(leftovers) (what a canary upgrade left on the cluster), C(kept) (the tolerations a finished
+      upgrade keeps), C(next) (what to run) and C(lines).
   returned: when O(step) is V(status)
   type: dict
   sample:

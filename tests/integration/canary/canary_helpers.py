@@ -62,6 +62,7 @@ class CanaryBed:
         self.api = bed.api_client()
         self.core = client.CoreV1Api(self.api)
         self.custom = client.CustomObjectsApi(self.api)
+        self.apps = client.AppsV1Api(self.api)
         self.ext = client.ApiextensionsV1Api(self.api)
         self.inventory = work / "inventory.yml"
         self.canary_inventory = work / "canary.yml"
@@ -173,16 +174,26 @@ class CanaryBed:
     def cp(self):
         return self.custom.get_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", "cluster-policy")
 
+    def daemonsets_rolled_out(self):
+        """True when every rolling DaemonSet of the operator namespace runs its current template on every node,
+        ready (an OnDelete one, the driver's, moves only when its pods are deleted)."""
+        for ds in self.apps.list_namespaced_daemon_set(NS).items:
+            st = ds.status
+            if ds.spec.update_strategy.type == "OnDelete":
+                continue
+            if st.observed_generation != ds.metadata.generation:
+                return False
+            if not st.desired_number_scheduled == (st.updated_number_scheduled or 0) == (st.number_ready or 0):
+                return False
+        return True
+
     def prepared_objects(self):
         """The specs a canary preparation changes: the ClusterPolicy's and the NFD worker DaemonSet's."""
         worker = self.api.sanitize_for_serialization(self.nfd_worker())
         return {"cluster_policy": self.cp()["spec"], "nfd_worker": worker["spec"]}
 
     def nfd_worker(self):
-        from kubernetes import client
-
-        apps = client.AppsV1Api(self.api)
-        return apps.list_namespaced_daemon_set(
+        return self.apps.list_namespaced_daemon_set(
             NS, label_selector="app.kubernetes.io/name=node-feature-discovery,role=worker"
         ).items[0]
 
@@ -282,12 +293,12 @@ class CanaryBed:
             )
         worker = self.baseline["nfd_worker"]["template"]["spec"].get("tolerations")
         if objects["nfd_worker"]["template"]["spec"].get("tolerations") != worker:
-            from kubernetes import client
-
-            ops = [{"op": "replace", "path": "/spec/template/spec/tolerations", "value": worker}]
-            client.AppsV1Api(self.api).patch_namespaced_daemon_set(
-                self.nfd_worker().metadata.name, NS, ops, _content_type=JSON_PATCH
+            ops.append({"op": "replace", "path": "/spec/template/spec/tolerations", "value": worker})
+            self.apps.patch_namespaced_daemon_set(
+                self.nfd_worker().metadata.name, NS, ops[-1:], _content_type=JSON_PATCH
             )
+        if ops:  # the operands roll out their restored templates before the next test looks at them
+            wait_for(self.daemonsets_rolled_out, timeout, what="every DaemonSet in %s rolled out" % NS)
         for name, snap in self.snapshot().items():
             labels = {SKIP: None}
             if snap["labels"].get(STATE) == "upgrade-failed":

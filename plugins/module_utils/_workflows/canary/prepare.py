@@ -113,11 +113,13 @@ def _restored(tolerations, key, effect, before):
     return tols, changed
 
 
-def undo(session, record, cp):
+def undo(session, record, cp, tolerations=True):
     """Take back what prepare changed for the run (not the driver version): the canary toleration on the operands
-    and the NFD worker, the operands' update strategy and the upgrade policy keys. True if anything changed."""
+    and the NFD worker (unless ``tolerations`` is False: after a finished upgrade every pod carries it, and taking it
+    back would restart every operand pod at once), the operands' update strategy and the upgrade policy keys. True
+    if anything changed."""
     prepared = record.get("prepared") or {}
-    kept = prepared.get("tolerations") or {}
+    kept = (prepared.get("tolerations") or {}) if tolerations else {}
     key, effect = session.taint_key, session.taint_effect
     spec = cp.get("spec") or {}
     dsspec = spec.get("daemonsets") or {}

@@ -29,6 +29,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import (
     PHASE_ABORTED,
+    PHASE_DONE,
     PHASE_IN_PROGRESS,
     UNFINISHED,
     WAVE_PENDING,
@@ -38,6 +39,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.taints import template_tolerations
 
 ROLLBACK = "step=rollback (gpu_canary_upgrade_action=rollback with the role; no target needed)"
+TOLERATION = "the canary toleration %s:%s on %s"
 
 
 def _ours(tolerations, key, effect):
@@ -61,7 +63,7 @@ def _cluster_policy_leftovers(record, cp, key, effect):
     dsspec = spec.get("daemonsets") or {}
     out = []
     if _ours(dsspec.get("tolerations"), key, effect) and ("cluster_policy" in kept or prepared is None):
-        out.append("the canary toleration %s:%s on the operands of ClusterPolicy %s" % (key, effect, name_of(cp)))
+        out.append(TOLERATION % (key, effect, "the operands of ClusterPolicy " + name_of(cp)))
     if "operand_strategy" in rec and dsspec.get("updateStrategy") not in (rec["operand_strategy"], None):
         out.append(
             "updateStrategy %s on the operands of ClusterPolicy %s (it was %s)"
@@ -95,7 +97,7 @@ def leftovers(record, cp, nfd_daemonsets, nodes, key, effect):
     kept = ((rec.get("prepared") or {}).get("tolerations") or {}).get("nfd") or {}
     for ds in nfd_daemonsets:
         if _ours(template_tolerations(ds), key, effect) and (name_of(ds) in kept or "prepared" not in rec):
-            out.append("the canary toleration %s:%s on DaemonSet %s" % (key, effect, name_of(ds)))
+            out.append(TOLERATION % (key, effect, "DaemonSet " + name_of(ds)))
     tainted = sorted(name_of(n) for n in nodes if _tainted(n, key))
     if tainted:
         out.append("the canary taint %s on %s" % (key, _names(tainted)))
@@ -160,6 +162,9 @@ def describe(record, cp, nfd_daemonsets, nodes, where, taint):
     by_name = {name_of(n): n for n in nodes}
     states = {n: node_state(by_name[n], key) for n in wave_nodes(rec) if n in by_name} if record else {}
     left = leftovers(record, cp, nfd_daemonsets, nodes, key, effect)
+    # a finished upgrade keeps its tolerations on purpose: every operand pod carries them
+    kept = [x for x in left if x.startswith("the canary toleration")] if rec.get("phase") == PHASE_DONE else []
+    left = [x for x in left if x not in kept]
     out = {
         "record": where,
         "phase": rec.get("phase"),
@@ -174,6 +179,7 @@ def describe(record, cp, nfd_daemonsets, nodes, where, taint):
         ],
         "nodes": states,
         "leftovers": left,
+        "kept": kept,
         "next": _next(rec.get("phase"), left),
     }
     if record:
@@ -196,6 +202,11 @@ def describe(record, cp, nfd_daemonsets, nodes, where, taint):
     lines.append(
         "Left on the cluster: %s." % "; ".join(left) if left else "Nothing of a canary upgrade is left on the cluster."
     )
+    if kept:
+        lines.append(
+            "Kept after the upgrade: %s (every operand pod carries it; taking it back would restart them all, a "
+            "chart upgrade without it drops it)." % "; ".join(kept)
+        )
     out["lines"] = lines + [out["next"]]
     return out
 

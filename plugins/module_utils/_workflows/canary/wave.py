@@ -205,12 +205,12 @@ def prove(session, wave, members, target, opts):
 
 
 def _finish_run(session, record, by_name):
-    """After the last wave: the preparation taken back (tolerations, update strategy, upgrade policy), the skip
-    labels this run set removed (but on unplanned nodes)."""
+    """After the last wave: the preparation taken back but the canary tolerations (every operand pod carries them
+    now; the status names them), the skip labels this run set removed (but on unplanned nodes)."""
     record["phase"] = PHASE_DONE
     cp = session.cluster_policy()
     if cp:
-        undo(session, record, cp)
+        undo(session, record, cp, tolerations=False)
     still = []
     for n in record.get("skip_labelled") or []:
         if n in by_name and n not in (record.get("unplanned") or []):

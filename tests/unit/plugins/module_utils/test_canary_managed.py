@@ -255,11 +255,15 @@ def test_without_a_record_the_status_says_so_and_still_names_canary_leftovers():
     assert st["next"].startswith("No canary upgrade is under way: remove what is left by hand")
 
 
-def test_a_finished_upgrade_leaves_nothing_behind_but_the_nodes_no_wave_covered():
+def test_a_finished_upgrade_leaves_nothing_behind_and_names_the_tolerations_it_keeps():
     cp = policy(
         driver={"version": "610.1", "upgradePolicy": {"maxParallelUpgrades": 1}},
-        daemonsets={"updateStrategy": "RollingUpdate"},
+        daemonsets={"updateStrategy": "RollingUpdate", "tolerations": [TOLERATION]},
     )
     nodes = [node("h100-0", labels={STATE: "upgrade-done", DRIVER_VERSION_LABEL: "610.1"})]
     st = describe(record("done", skip_labelled=["h100-9"]), cp, [], nodes, "ns/cm", (TAINT, "NoSchedule"))
     assert not st["unfinished"] and st["leftovers"] == [] and st["next"] == "Nothing is left to clean up."
+    assert st["kept"] == [
+        "the canary toleration gpuops.io/canary-upgrade:NoSchedule on the operands of ClusterPolicy cluster-policy"
+    ]
+    assert st["lines"][-2].startswith("Kept after the upgrade: the canary toleration gpuops.io/canary-upgrade")
