@@ -36,7 +36,7 @@ description:
   - O(step=finish_wave) records the caller's own proof (smoke pods, test workloads). V(passed=true) removes the
     canary taint and marks the wave proven; after the last wave it removes the skip labels it set and takes back
     the update strategy and the upgrade policy (the canary tolerations stay - every operand pod carries them -
-    and RV(status.kept) names them).
+    and C(kept) in RV(status) names them).
   - On the first failure (O(step=wave), or O(step=finish_wave) with V(passed=false)) it aborts - the wave's nodes
     stay tainted, failed nodes get the annotation C(gpuops.io/canary-upgrade-failed) saying why, nodes the
     controller has not started get their skip label back - and fails with the reason, what is left on the cluster
