@@ -61,6 +61,7 @@ _value:
 import copy  # noqa: E402
 import json  # noqa: E402
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import as_document  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.report import markdown  # noqa: E402
 
 #: Statuses whose evidence is informational (not part of the verdict record).
@@ -85,18 +86,9 @@ def verdict_record(document):
     return rec
 
 
-def _previous(previous):
-    if isinstance(previous, (str, bytes)):
-        try:
-            previous = json.loads(previous) if previous.strip() else None
-        except ValueError:
-            return None
-    return previous if isinstance(previous, dict) else None
-
-
 def baseline_report_files(report, previous=None):
     doc = _document(report)
-    before = _previous(previous)
+    before = as_document(previous)
     if before is not None:
         try:
             if verdict_record(before) == verdict_record(doc):

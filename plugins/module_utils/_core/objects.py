@@ -12,6 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+
 
 def meta_of(obj):
     """``metadata`` of ``obj``, ``{}`` when absent."""
@@ -43,6 +45,16 @@ def annotations_of(obj):
     return meta_of(obj).get("annotations") or {}
 
 
+def get_in(d, *keys, default=None):
+    """``d[k1][k2]...`` of nested dicts (parsed JSON, YAML, TOML, facts); ``default`` when a level is missing or is
+    not a dict, or the value is None."""
+    for k in keys:
+        if not isinstance(d, dict):
+            return default
+        d = d.get(k)
+    return default if d is None else d
+
+
 def to_int(value, default=0):
     """``value`` as an int (Kubernetes counts arrive as strings or ints), ``default`` when it is not one."""
     try:
@@ -54,3 +66,14 @@ def to_int(value, default=0):
 def is_true(value):
     """A label or annotation value that says true (``"true"``, ``"True"``, ``True``)."""
     return str(value).lower() == "true"
+
+
+def as_document(value):
+    """A JSON document as a dict: ``value`` itself when it is one, parsed when it is JSON text (str or bytes); None
+    for anything else - empty or unreadable text, or JSON that is not an object (a previous report that is gone)."""
+    if isinstance(value, (str, bytes)):
+        try:
+            value = json.loads(value) if value.strip() else None
+        except ValueError:
+            return None
+    return value if isinstance(value, dict) else None

@@ -28,6 +28,7 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import get_in
 
 #: Node label that keeps the operator's driver pod off a node (reference §5).
 DRIVER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.driver"
@@ -78,16 +79,6 @@ def deep_merge(base, override):
         else:
             out[key] = copy.deepcopy(value)
     return out
-
-
-def dig(values, path, default=None):
-    """``values["a"]["b"]`` for path ``"a.b"``; ``default`` when any level is missing."""
-    cur = values
-    for part in path.split("."):
-        if not isinstance(cur, dict) or part not in cur:
-            return default
-        cur = cur[part]
-    return cur
 
 
 def nest(path, value):
@@ -288,14 +279,16 @@ def effective_values(chart_defaults, user_values, fleet=None, cluster=None, depl
     taints = [normalise_taint(t, "fleet.taints") for t in fleet.get("taints") or []]
     if taints:
         for path in TOLERATION_PATHS:
-            base = dig(user_values, path)
+            base = get_in(user_values, *path.split("."))
             if base is not None:
                 continue  # the user's list wins whole
-            auto = deep_merge(auto, nest(path, with_tolerations(dig(chart_defaults, path, []), taints)))
+            auto = deep_merge(
+                auto, nest(path, with_tolerations(get_in(chart_defaults, *path.split("."), default=[]), taints))
+            )
     if deployed_values is not None:
         # An installed release keeps its NFD decision: once its own NFD runs, the labels are ours; and a release
         # installed with the chart default (NFD on) must not lose its NFD because NFD labelled the nodes.
-        previous_nfd = dig(deployed_values, "nfd.enabled")
+        previous_nfd = get_in(deployed_values, "nfd", "enabled")
         if previous_nfd is not None:
             auto = deep_merge(auto, {"nfd": {"enabled": previous_nfd}})
     elif cluster.get("nfd_labels") is True:

@@ -13,12 +13,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.reader import get_in, tri_any
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.reader import tri_any
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.nvml import (
     DEFAULT_DRIVER_ROOT,
     LIB_DIRS,
     SONAME,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import get_in
 
 CDI_DIRS = ("etc/cdi", "var/run/cdi", "run/cdi")
 TOOLKIT_CONFIGS = (

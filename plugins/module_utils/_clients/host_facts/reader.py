@@ -213,15 +213,6 @@ def _load_yaml(text):
     return {} if data is None else data
 
 
-def get_in(d, *keys):
-    """``d[k1][k2]...`` of a parsed config; None when a level is missing or not a dict."""
-    for k in keys:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(k)
-    return d
-
-
 def tri_any(values):
     """True when any value is True, else None when any is unknown (None), else False."""
     values = list(values)

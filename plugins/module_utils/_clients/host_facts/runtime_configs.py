@@ -15,7 +15,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.reader import get_in
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import get_in
 
 GO_COMMENT_RE = re.compile(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", re.S)
 GO_BASE_RE = re.compile(r'\{\{-?\s*template\s+"base"\s+\.\s*-?\}\}')

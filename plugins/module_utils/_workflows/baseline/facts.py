@@ -12,19 +12,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import get_in as fact  # noqa: F401 - the checks' reader
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat
 
 #: The host file that says whether an NVIDIA kernel module is loaded, and which.
 DRIVER_SOURCE = "/proc/driver/nvidia/version"
-
-
-def fact(d, *keys, default=None):
-    """``d[k1][k2]...``; ``default`` when a level is missing or the value is None."""
-    for k in keys:
-        if not isinstance(d, dict):
-            return default
-        d = d.get(k)
-    return default if d is None else d
 
 
 def operator_managed(opts):

@@ -18,6 +18,8 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import as_document
+
 REPORT_KIND = "gpuops.gpu_operator/validation-report"
 #: A minor version only adds optional fields; a major version changes or removes fields.
 SCHEMA_VERSION = "1.1"
@@ -28,21 +30,11 @@ def report_content(summary):
     return json.loads(json.dumps({k: v for k, v in summary.items() if k != "lines"}))
 
 
-def _previous(previous):
-    """The previous report as a dict (from its JSON text, a dict or nothing); None when it is not one."""
-    if isinstance(previous, (str, bytes)):
-        try:
-            previous = json.loads(previous) if previous.strip() else None
-        except ValueError:
-            return None
-    return previous if isinstance(previous, dict) else None
-
-
 def report_document(summary, generated_at=None, previous=None):
     """``{kind, schema_version, generated_at, report}``; ``generated_at`` is the previous report's when its kind,
     schema version and content are the same."""
     content = report_content(summary)
-    before = _previous(previous)
+    before = as_document(previous)
     same = (
         before is not None
         and before.get("kind") == REPORT_KIND
