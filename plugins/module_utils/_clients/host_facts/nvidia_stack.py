@@ -13,7 +13,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.reader import tri_any
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.reader import (
+    parse_assignments,
+    tri_any,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.nvml import (
     DEFAULT_DRIVER_ROOT,
     LIB_DIRS,
@@ -33,19 +36,8 @@ UNIT_DIRS = ("etc/systemd/system", "lib/systemd/system", "usr/lib/systemd/system
 
 
 def parse_kv(text):
-    """(``{KEY: value}``, count of lines that are not ``KEY=value``) of a validator status file; blank lines and
-    ``#`` comments are skipped."""
-    out, bad = {}, 0
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, sep, value = line.partition("=")
-        if sep and key:
-            out[key] = value.strip()
-        else:
-            bad += 1
-    return out, bad
+    """(``{KEY: value}``, count of lines that are not ``KEY=value``) of a validator status file."""
+    return parse_assignments(text)
 
 
 def read_cdi(r, facts):

@@ -20,6 +20,7 @@ __metaclass__ = type
 import errno
 import json
 import os
+import re
 
 try:
     import tomllib as _toml
@@ -219,3 +220,22 @@ def tri_any(values):
     if True in values:
         return True
     return None if None in values else False
+
+
+def parse_assignments(text, value_of=str.strip, key_pattern=r".+"):
+    """(``{KEY: value_of(value)}``, count of bad lines) of a file of ``KEY=value`` lines. Blank lines and ``#``
+    comments are skipped; a line without ``=``, with a key that does not match ``key_pattern``, or whose value
+    ``value_of`` rejects (ValueError) is bad."""
+    out, bad = {}, 0
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        try:
+            if not sep or not re.fullmatch(key_pattern, key):
+                raise ValueError(line)
+            out[key] = value_of(value)
+        except ValueError:
+            bad += 1
+    return out, bad

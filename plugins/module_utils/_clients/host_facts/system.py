@@ -17,7 +17,10 @@ import fnmatch
 import re
 import shlex
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.reader import tri_any
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.reader import (
+    parse_assignments,
+    tri_any,
+)
 
 SECURE_BOOT_VAR = "sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 APT_CONF_D = "etc/apt/apt.conf.d"
@@ -33,24 +36,14 @@ APT_TOKEN_RE = re.compile(r'"(?P<q>[^"]*)"|/\*.*?\*/|//[^\n]*|#[^\n]*|(?P<p>[{};
 APT_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
+def _shell_word(value):
+    """An os-release value with its shell quoting undone (ValueError when the quoting is broken)."""
+    return " ".join(shlex.split(value))
+
+
 def parse_os_release(text):
     """KEY=value lines with shell quoting (os-release(5)); bad lines are skipped and counted."""
-    out, bad = {}, 0
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep or not re.match(r"^[A-Z_][A-Z0-9_]*$", key):
-            bad += 1
-            continue
-        try:
-            parts = shlex.split(value)
-        except ValueError:
-            bad += 1
-            continue
-        out[key] = " ".join(parts) if parts else ""
-    return out, bad
+    return parse_assignments(text, value_of=_shell_word, key_pattern=r"[A-Z_][A-Z0-9_]*")
 
 
 def parse_apt_conf(text):
