@@ -9,8 +9,7 @@
 #   extends_documentation_fragment:
 #     - gpuops.gpu_operator.attributes
 #     - gpuops.gpu_operator.attributes.INFO_MODULE
-#     - gpuops.gpu_operator.attributes.PLATFORM_CLUSTER
-#     - gpuops.gpu_operator.attributes.ACTIONGROUP_CLUSTER
+#     - gpuops.gpu_operator.attributes.CLUSTER
 #
 # What a module returns in check or diff mode beyond what a fragment says goes in the module's own notes.
 # The action groups are those of meta/runtime.yml; change both together.
@@ -100,8 +99,9 @@ attributes:
       - Returns no C(diff); the notes say where its changes are reported.
 """
 
-    # Talks to the Kubernetes API only, from any host that reaches it.
-    PLATFORM_CLUSTER = r"""
+    # A module that talks to the Kubernetes API only, from any host that reaches it, with the options of the
+    # kubeconfig fragment: its platform and its action groups.
+    CLUSTER = r"""
 options: {}
 attributes:
   platform:
@@ -110,6 +110,15 @@ attributes:
     details:
       - Runs on the host that reaches the Kubernetes API (usually C(localhost)) and reads or changes the cluster only
         through that API.
+  action_group:
+    description:
+      - Use C(group/gpuops.gpu_operator.cluster) in C(module_defaults) to set defaults for this module, for example
+        O(kubeconfig) and O(context) once for every module that talks to the cluster.
+      - C(group/gpuops.gpu_operator.gpu) sets defaults for every module of the collection.
+    support: full
+    membership:
+      - gpuops.gpu_operator.cluster
+      - gpuops.gpu_operator.gpu
 """
 
     # Reads a GPU host's own files and devices.
@@ -142,20 +151,5 @@ attributes:
     description: Use C(group/gpuops.gpu_operator.gpu) in C(module_defaults) to set defaults for this module.
     support: full
     membership:
-      - gpuops.gpu_operator.gpu
-"""
-
-    # The modules that talk to the Kubernetes API and share the options of the kubeconfig fragment.
-    ACTIONGROUP_CLUSTER = r"""
-options: {}
-attributes:
-  action_group:
-    description:
-      - Use C(group/gpuops.gpu_operator.cluster) in C(module_defaults) to set defaults for this module, for example
-        O(kubeconfig) and O(context) once for every module that talks to the cluster.
-      - C(group/gpuops.gpu_operator.gpu) sets defaults for every module of the collection.
-    support: full
-    membership:
-      - gpuops.gpu_operator.cluster
       - gpuops.gpu_operator.gpu
 """

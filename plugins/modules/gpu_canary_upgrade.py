@@ -50,15 +50,12 @@ description:
     next.
 author:
   - gpuops.gpu_operator contributors (@gpuops)
-requirements:
-  - kubernetes >= 29.0.0 (Python library, for kubeconfig handling)
 extends_documentation_fragment:
   - gpuops.gpu_operator.kubeconfig
   - gpuops.gpu_operator.attributes
   - gpuops.gpu_operator.attributes.CHECK_MODE_PLAN
   - gpuops.gpu_operator.attributes.NO_DIFF
-  - gpuops.gpu_operator.attributes.PLATFORM_CLUSTER
-  - gpuops.gpu_operator.attributes.ACTIONGROUP_CLUSTER
+  - gpuops.gpu_operator.attributes.CLUSTER
 notes:
   - Needs the RBAC rules of the collection's C(docs/rbac.yml) - patch on nodes, ClusterPolicies and NVIDIADrivers,
     ConfigMaps in O(operator_namespace), C(create) on C(pods/eviction), C(list) on PodDisruptionBudgets, events

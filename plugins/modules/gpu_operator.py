@@ -49,8 +49,7 @@ extends_documentation_fragment:
   - gpuops.gpu_operator.attributes
   - gpuops.gpu_operator.attributes.CHECK_MODE_PLAN
   - gpuops.gpu_operator.attributes.DIFF
-  - gpuops.gpu_operator.attributes.PLATFORM_CLUSTER
-  - gpuops.gpu_operator.attributes.ACTIONGROUP_CLUSTER
+  - gpuops.gpu_operator.attributes.CLUSTER
 notes:
   - In check mode it returns the plan (chart version change, values diff, CRD changes) and writes nothing to the
     cluster.

@@ -28,14 +28,11 @@ description:
     C(gpuops.gpu_operator.gpu_baseline) role.
 author:
   - gpuops.gpu_operator contributors (@gpuops)
-requirements:
-  - kubernetes >= 29.0.0 (Python library)
 extends_documentation_fragment:
   - gpuops.gpu_operator.kubeconfig
   - gpuops.gpu_operator.attributes
   - gpuops.gpu_operator.attributes.INFO_MODULE
-  - gpuops.gpu_operator.attributes.PLATFORM_CLUSTER
-  - gpuops.gpu_operator.attributes.ACTIONGROUP_CLUSTER
+  - gpuops.gpu_operator.attributes.CLUSTER
 options:
   sections:
     description:

@@ -44,15 +44,12 @@ description:
     C(resourceclaims) (C(resource.k8s.io)) there, and C(get) and C(patch) on the namespace for O(admin_access).
 author:
   - gpuops.gpu_operator contributors (@gpuops)
-requirements:
-  - kubernetes >= 29.0.0 (Python library, for kubeconfig handling)
 extends_documentation_fragment:
   - gpuops.gpu_operator.kubeconfig
   - gpuops.gpu_operator.attributes
   - gpuops.gpu_operator.attributes.CHECK_MODE_PLAN
   - gpuops.gpu_operator.attributes.NO_DIFF
-  - gpuops.gpu_operator.attributes.PLATFORM_CLUSTER
-  - gpuops.gpu_operator.attributes.ACTIONGROUP_CLUSTER
+  - gpuops.gpu_operator.attributes.CLUSTER
 options:
   nodes:
     description:

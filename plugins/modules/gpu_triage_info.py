@@ -46,14 +46,11 @@ description:
     at most O(max_logs) log reads. See C(docs/rbac.yml) in the collection for the permissions.
 author:
   - gpuops.gpu_operator contributors (@gpuops)
-requirements:
-  - kubernetes >= 29.0.0 (Python library, for kubeconfig handling)
 extends_documentation_fragment:
   - gpuops.gpu_operator.kubeconfig
   - gpuops.gpu_operator.attributes
   - gpuops.gpu_operator.attributes.INFO_MODULE
-  - gpuops.gpu_operator.attributes.PLATFORM_CLUSTER
-  - gpuops.gpu_operator.attributes.ACTIONGROUP_CLUSTER
+  - gpuops.gpu_operator.attributes.CLUSTER
 options:
   pod:
     description:
