@@ -26,14 +26,6 @@ options:
     description: C(hostvars), or any mapping of inventory host name to its variables.
     type: dict
     required: true
-  node_name_var:
-    description: The host variable holding the Kubernetes node name.
-    type: str
-    default: k8s_node_name
-  pool_var:
-    description: The host variable holding the host's pool.
-    type: str
-    default: gpu_pool
   host_facts_var:
     description: The host variable the M(gpuops.gpu_operator.gpu_host_facts) task registered.
     type: str
@@ -42,6 +34,8 @@ options:
     description: The host variable the M(gpuops.gpu_operator.nvidia_gpu_facts) task registered.
     type: str
     default: __gpu_audit_nvml_result
+extends_documentation_fragment:
+  - gpuops.gpu_operator.inventory_hosts
 """
 
 EXAMPLES = r"""

@@ -20,23 +20,11 @@ description:
   - A host's own C(gpu_baseline_gpu_node_labels) and C(gpu_baseline_gpu_node_taints) win over O(gpu_node_labels)
     and O(gpu_node_taints).
 options:
-  _input:
-    description: C(hostvars), or any mapping of inventory host name to its variables.
-    type: dict
-    required: true
   hosts:
     description: The GPU hosts, for example C(groups['gpu_hosts']).
     type: list
     elements: str
     required: true
-  node_name_var:
-    description: The host variable holding the Kubernetes node name; the inventory name when the host has none.
-    type: str
-    default: k8s_node_name
-  pool_var:
-    description: The host variable holding the host's pool.
-    type: str
-    default: gpu_pool
   gpu_node_labels:
     description: The labels GPU nodes carry, for hosts without their own C(gpu_baseline_gpu_node_labels).
     type: dict
@@ -46,6 +34,9 @@ options:
     type: list
     elements: dict
     default: []
+extends_documentation_fragment:
+  - gpuops.gpu_operator.inventory_hosts
+  - gpuops.gpu_operator.inventory_hosts.HOSTVARS
 """
 
 EXAMPLES = r"""

@@ -20,23 +20,14 @@ description:
     that say so (C(available=false) with a C(reason) and a C(hint)), so that the driver check names it.
   - A host that is not in the inventory counts as a host without variables.
 options:
-  _input:
-    description: C(hostvars), or any mapping of inventory host name to its variables.
-    type: dict
-    required: true
   hosts:
     description: The GPU hosts, for example C(groups['gpu_hosts']).
     type: list
     elements: str
     required: true
-  node_name_var:
-    description: The host variable holding the Kubernetes node name.
-    type: str
-    default: k8s_node_name
-  pool_var:
-    description: The host variable holding the host's pool.
-    type: str
-    default: gpu_pool
+extends_documentation_fragment:
+  - gpuops.gpu_operator.inventory_hosts
+  - gpuops.gpu_operator.inventory_hosts.HOSTVARS
 """
 
 EXAMPLES = r"""

@@ -21,26 +21,14 @@ description:
     clicking a column; it scrolls under sticky headers); each failing node's findings with evidence and fix; and what
     each layer and check means, linked from the layer and check names."
   - Input is the result of P(gpuops.gpu_operator.fleet_summary#filter). The same input gives the same bytes.
-options:
-  _input:
-    description: The result of P(gpuops.gpu_operator.fleet_summary#filter).
-    type: dict
-    required: true
-  title:
-    description: The report's heading and page title.
-    type: str
-    default: GPU validation report
-  generated:
-    description:
-      - A timestamp printed under the heading; omitted when not given.
-      - To print the same timestamp as the JSON report, pass its C(generated_at) (see
-        P(gpuops.gpu_operator.fleet_report_json#filter)).
-    type: str
 seealso:
   - plugin: gpuops.gpu_operator.fleet_report_json
     plugin_type: filter
   - plugin: gpuops.gpu_operator.fleet_report_markdown
     plugin_type: filter
+extends_documentation_fragment:
+  - gpuops.gpu_operator.fleet_report
+  - gpuops.gpu_operator.fleet_report.SUMMARY
 """
 
 EXAMPLES = r"""

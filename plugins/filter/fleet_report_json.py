@@ -24,10 +24,6 @@ description:
   - Keys are sorted; the text ends with a newline.
   - Input is the result of P(gpuops.gpu_operator.fleet_summary#filter).
 options:
-  _input:
-    description: The result of P(gpuops.gpu_operator.fleet_summary#filter).
-    type: dict
-    required: true
   generated:
     description: The timestamp of this run, used when the content changed (or no previous report is given).
     type: str
@@ -40,6 +36,8 @@ seealso:
     plugin_type: filter
   - plugin: gpuops.gpu_operator.fleet_report_markdown
     plugin_type: filter
+extends_documentation_fragment:
+  - gpuops.gpu_operator.fleet_report.SUMMARY
 """
 
 EXAMPLES = r"""

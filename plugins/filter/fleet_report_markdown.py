@@ -16,18 +16,9 @@ description:
   - Totals, the failing layers, one table row per node with the outcome of every check, then each failing node's
     findings with evidence and fix.
   - Input is the result of P(gpuops.gpu_operator.fleet_summary#filter).
-options:
-  _input:
-    description: The result of P(gpuops.gpu_operator.fleet_summary#filter).
-    type: dict
-    required: true
-  title:
-    description: The report's heading.
-    type: str
-    default: GPU validation report
-  generated:
-    description: A timestamp printed under the heading.
-    type: str
+extends_documentation_fragment:
+  - gpuops.gpu_operator.fleet_report
+  - gpuops.gpu_operator.fleet_report.SUMMARY
 """
 
 EXAMPLES = r"""

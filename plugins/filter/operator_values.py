@@ -28,10 +28,6 @@ description:
     its argument, it sorts the nodes with a wanted MIG layout into C(success), C(failed) and C(pending) by
     C(nvidia.com/mig.config.state).
 options:
-  _input:
-    description: C(hostvars), or any mapping of inventory host name to its variables.
-    type: dict
-    required: true
   hosts:
     description: The GPU hosts, for example C(groups['gpu_hosts']). Defaults to every key of the input.
     type: list
@@ -42,6 +38,8 @@ options:
         C(effect)) and C(mig_config) (a C(nvidia.com/mig.config) name such as V(all-1g.10gb)).
       - Host variables add to (labels, taints) or override (C(gpu_mig_config)) their pool's.
     type: dict
+extends_documentation_fragment:
+  - gpuops.gpu_operator.inventory_hosts.HOSTVARS
 """
 
 EXAMPLES = r"""
