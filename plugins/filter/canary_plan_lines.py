@@ -37,7 +37,7 @@ _value:
   elements: str
 """
 
-import json  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import target_text  # noqa: E402
 
 
 def _names(items, key=None):
@@ -61,8 +61,8 @@ def canary_plan_lines(plan):
     gate = plan.get("gate") or {}
     state = "resuming, phase %s" % plan.get("phase") if plan.get("resumed") else "new"
     lines = [
-        "Canary upgrade %s -> %s (%s mode, %s, record %s)"
-        % (json.dumps(plan.get("from")), json.dumps(plan.get("target")), plan.get("mode"), state, plan.get("record")),
+        "Canary upgrade to %s (from %s; %s mode, %s, record %s)"
+        % (target_text(plan.get("target")), target_text(plan.get("from")), plan.get("mode"), state, plan.get("record")),
         "Every node not in the current wave carries %s=true." % plan.get("skip_label"),
     ]
     lines.extend(

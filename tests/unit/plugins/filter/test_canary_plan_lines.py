@@ -31,9 +31,8 @@ def lines(plan):
 
 def test_a_new_plan_reads_target_skip_label_waves_and_gate():
     assert lines(PLAN) == [
-        'Canary upgrade {"driver_version": "550.127.08", "chart_version": "v26.3.3"} -> '
-        '{"driver_version": "570.124.06", "chart_version": null} '
-        "(driver mode, new, record gpu-operator/gpuops-canary-upgrade)",
+        "Canary upgrade to driver 570.124.06 (from driver 550.127.08 and chart v26.3.3; "
+        "driver mode, new, record gpu-operator/gpuops-canary-upgrade)",
         "Every node not in the current wave carries nvidia.com/gpu-driver-upgrade.skip=true.",
         "canary [proven] taint gpuops.io/canary-upgrade=canary:NoSchedule, remove skip label, upgrade: n-0",
         "wave-1 [pending] taint gpuops.io/canary-upgrade=wave-1:NoSchedule, remove skip label, upgrade: n-1, n-2",
@@ -44,7 +43,7 @@ def test_a_new_plan_reads_target_skip_label_waves_and_gate():
 
 
 def test_a_resumed_plan_names_its_phase():
-    assert "(driver mode, resuming, phase waves, record" in lines(dict(PLAN, resumed=True, phase="waves"))[0]
+    assert "; driver mode, resuming, phase waves, record" in lines(dict(PLAN, resumed=True, phase="waves"))[0]
 
 
 def test_a_failed_gate_lists_pdbs_jobs_cuda_workloads_and_its_failures_last():
