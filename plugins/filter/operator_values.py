@@ -59,7 +59,8 @@ _value:
   description:
     - C(values) (C(driver.enabled), C(toolkit.env)), C(taints) (distinct custom taints of GPU nodes),
       C(node_labels) (node -> labels to set, pool and host labels, C(nvidia.com/gpu.deploy.driver=false)),
-      C(node_taints) (node -> taints), C(mig_configs) (node -> MIG config) and
+      C(node_taints) (node -> taints), C(mig_configs) (node -> MIG config), C(driver_versions) (node -> the host's
+      driver version from its facts, null when unknown; the GPUCluster mode gate reads them) and
       C(reasons) (one sentence per decision).
   type: dict
 """

@@ -32,11 +32,11 @@ description:
     synthesised from O(fleet) (see the C(gpuops.gpu_operator.operator_values) filter) and, with O(detect=true),
     from the cluster (C(nfd.enabled=false) when nodes already carry NFD labels; C(dcgmExporter.serviceMonitor.enabled)
     only when the ServiceMonitor CRD exists). They are passed to helm as one values file with C(--reset-values).
-  - After a write it waits up to O(ready_timeout) seconds for ClusterPolicy C(status.state=ready) (and every
-    NVIDIADriver when the CRD mode is on), counting a status only once the operator has observed the current spec
-    (C(status.observedGeneration) or the C(Ready) condition's C(observedGeneration) equals C(metadata.generation);
-    where the CRD carries neither, once the driver pods run the ClusterPolicy's driver version). When not ready it
-    fails with what is still old, the conditions and the not-ready operands per node.
+  - After a write it waits up to O(ready_timeout) seconds for ClusterPolicy C(status.state=ready) (the GPUCluster's in
+    V(gpucluster) mode, and every NVIDIADriver when the CRD mode is on), counting a status only once the operator has
+    observed the current spec (C(status.observedGeneration) or the C(Ready) condition's C(observedGeneration) equals
+    C(metadata.generation); where the CRD carries neither, once the driver pods run the ClusterPolicy's driver
+    version). When not ready it fails with what is still old, the conditions and the not-ready operands per node.
   - When the helm write fails it reads the release history. If Helm wrote no revision, nothing is rolled back and
     the message says the release is unchanged. If Helm wrote a revision, it rolls back (O(rollback_on_failure)) to
     the revision that was deployed before this run, never an older one, and the message names the revisions and
@@ -97,9 +97,26 @@ options:
     default: true
   ready_timeout:
     description:
-      - Seconds to wait after an install or upgrade for the ClusterPolicy to be ready; V(0) skips the wait.
+      - Seconds to wait after an install or upgrade for the ClusterPolicy (the GPUCluster in V(gpucluster) mode) to
+        be ready; V(0) skips the wait.
     type: int
     default: 600
+  mode:
+    description:
+      - How the operator manages GPUs. V(clusterpolicy), the chart's default, a ClusterPolicy for every operand;
+        V(nvidiadriver), the same with the driver managed through NVIDIADriver objects
+        (C(driver.nvidiaDriverCRD.enabled)); V(gpucluster), the GPUCluster CR (GPU Operator v26.7.0 or later) that
+        deploys the DRA driver for NVIDIA GPUs, so GPUs reach pods through ResourceClaims of the DeviceClass
+        C(gpu.nvidia.com) and nodes advertise no C(nvidia.com/gpu).
+      - The values that select the mode (C(clusterPolicy.deployCR), C(gpuCluster.deployCR),
+        C(driver.nvidiaDriverCRD.enabled)) are synthesised; O(values) that select another mode fail the run.
+      - V(gpucluster) is for new installs. It is refused before any write on a cluster with a ClusterPolicy, on a
+        release installed in another mode (and an installed V(gpucluster) release is not moved to another mode),
+        on Kubernetes older than 1.34.2, on a chart without GPUCluster mode, and when O(fleet) names hosts whose
+        driver is older than 580 (hosts without a known driver version are warned about).
+      - Unset, the release keeps the mode its values select (the chart's default for a new install).
+    type: str
+    choices: [clusterpolicy, nvidiadriver, gpucluster]
 """
 
 EXAMPLES = r"""
@@ -130,6 +147,14 @@ EXAMPLES = r"""
     values_files:
       - files/gpu-operator-site.yml
 
+- name: A new install in GPUCluster mode (GPUs through DRA; hosts with drivers of R580 or later)
+  gpuops.gpu_operator.gpu_operator:
+    chart_repo_url: https://helm.ngc.nvidia.com/nvidia
+    chart_ref: gpu-operator
+    chart_version: v26.7.1
+    mode: gpucluster
+    fleet: "{{ hostvars | gpuops.gpu_operator.operator_values(groups['gpu_hosts']) }}"
+
 - name: Remove the release, keep the CRDs
   gpuops.gpu_operator.gpu_operator:
     state: absent
@@ -143,7 +168,8 @@ plan:
     - C(from_version), C(to_version), C(app_version), C(release_status), C(values_changed) (dotted value paths),
       C(crd_changes) (per CRD C(name), C(action) V(create)/V(update)/V(none), C(fields_added), C(fields_removed)),
       C(crds_skipped) (CRDs of subcharts the values disable, neither applied nor removed, each with C(name),
-      C(chart) and C(reason)), C(values_reasons) (why each synthesised value was chosen).
+      C(chart) and C(reason)), C(values_reasons) (why each synthesised value was chosen), C(mode) (the mode the
+      effective values select, see O(mode)).
   returned: always
   type: dict
   sample:
@@ -184,9 +210,10 @@ crds_left:
       reason: subchart node-feature-discovery disabled by nfd.enabled=false
 readiness:
   description:
-    - After a write with O(ready_timeout) > 0. C(ready), C(state), C(conditions), C(generation) and
-      C(observed_generation) of the ClusterPolicy, C(stale) (what the operator has not caught up with yet),
-      C(nvidia_drivers) states, C(not_ready_operands) (node -> components), C(unscheduled_operands), C(waited_s).
+    - After a write with O(ready_timeout) > 0. C(kind) (V(ClusterPolicy), or V(GPUCluster) in V(gpucluster) mode),
+      C(ready), C(state), C(conditions), C(generation) and C(observed_generation) of that object, C(stale) (what the
+      operator has not caught up with yet), C(nvidia_drivers) states, C(not_ready_operands) (node -> components),
+      C(unscheduled_operands), C(waited_s).
   returned: when the release was written and O(ready_timeout) > 0
   type: dict
   sample: {ready: true, state: ready, generation: 4, observed_generation: 4, stale: [], conditions: [],
@@ -247,6 +274,7 @@ def argspec():
         rollback_on_failure={"type": "bool", "default": True},
         remove_crds={"type": "bool", "default": False},
         ready_timeout={"type": "int", "default": 600},
+        mode={"type": "str", "choices": ["clusterpolicy", "nvidiadriver", "gpucluster"]},
     )
     return spec
 

@@ -89,6 +89,14 @@ def nest(path, value):
     return out
 
 
+def nest_paths(flat):
+    """``{"a.b": 1, "a.c": 2}`` -> ``{"a": {"b": 1, "c": 2}}``."""
+    out = {}
+    for path, value in sorted(flat.items()):
+        out = deep_merge(out, nest(path, value))
+    return out
+
+
 # --------------------------------------------------------------------------------------------------
 # Stage 1: host facts and inventory
 
@@ -107,6 +115,12 @@ def driver_preinstalled(host):
         return None
     library = (host.get("nvidia_gpu") or {}).get("library_path") or ""
     return bool(loaded) and OPERATOR_DRIVER_ROOT not in library
+
+
+def driver_version(host):
+    """The host's driver version from its facts (NVML's, else the kernel module's), or None when unknown."""
+    version = (host.get("nvidia_gpu") or {}).get("driver_version")
+    return version or ((host.get("gpu_host") or {}).get("nvidia_driver") or {}).get("version")
 
 
 def distribution(host):
@@ -133,9 +147,9 @@ def fleet_plan(hosts, pools=None):
     """Stage 1. ``hosts``: list of dicts with ``node`` (Kubernetes node name), ``pool``, and any of
     ``driver_preinstalled``, ``distribution``, ``taints``, ``labels``, ``gpu_host`` and ``nvidia_gpu`` (the facts).
     ``pools``: ``{pool: {labels, taints, mig_config}}``. Returns ``values``, ``taints``, ``node_labels``,
-    ``node_taints``, ``mig_configs`` and ``reasons``."""
+    ``node_taints``, ``mig_configs``, ``driver_versions`` (node -> host driver version or None) and ``reasons``."""
     pools = pools or {}
-    node_labels, node_taints, mig_configs, reasons = {}, {}, {}, []
+    node_labels, node_taints, mig_configs, driver_versions, reasons = {}, {}, {}, {}, []
     taints = []
     preinstalled, operator_driver, unknown_driver = [], [], []
     distros = {}
@@ -157,6 +171,7 @@ def fleet_plan(hosts, pools=None):
         mig = host.get("mig_config") or pool.get("mig_config")
         if mig:
             mig_configs[node] = mig  # applied once the MIG manager runs, not with the other labels
+        driver_versions[node] = driver_version(host)
         state = driver_preinstalled(host)
         if state is True:
             preinstalled.append(node)
@@ -219,6 +234,7 @@ def fleet_plan(hosts, pools=None):
         "node_labels": node_labels,
         "node_taints": node_taints,
         "mig_configs": mig_configs,
+        "driver_versions": driver_versions,
         "reasons": reasons,
     }
 

@@ -102,14 +102,19 @@ def test_an_unsupported_jump_is_refused_with_the_reason_before_any_write(bed):
     assert bed.release()["version"] == "v25.10.1"
 
 
-def test_a_downgrade_is_refused_without_force(bed):
+def test_a_downgrade_and_a_move_to_gpucluster_mode_are_refused_before_any_write(bed):
     bed.clean_slate()
     bed.install("v26.3.3")
     mark = bed.mark()
     result = bed.module(chart_version="v25.10.1")
     assert result["failed"] is True and "downgrade from v26.3.3 to v25.10.1" in result["msg"]
     assert "force: true" in result["msg"]
+    # GPUCluster mode is for new installs: the operator never migrates a ClusterPolicy
+    moved = bed.module(chart_version="v26.7.1", mode="gpucluster")
+    assert moved["failed"] is True and moved["refused"] is True
+    assert "runs in clusterpolicy mode and the operator does not migrate" in moved["msg"]
     assert bed.writes_since(mark) == []
+    assert bed.release()["version"] == "v26.3.3"
 
 
 def test_helm_v4_takes_back_a_field_another_manager_changed(bed):

@@ -53,6 +53,13 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.rele
     repo_majors,
     version_gate,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.modes import (
+    STATE_KIND,
+    check_selected_mode,
+    gate_mode,
+    release_mode,
+    with_mode_values,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.readiness import (
     not_ready_summary,
     wait_ready,
@@ -101,14 +108,23 @@ class OperatorRelease:
         return {"nfd_labels": nfd, "service_monitor_crd": crd is not None}
 
     def _values(self, chart, version, deployed_values):
-        """``(effective values, reasons, chart defaults)`` for chart ``version``."""
+        """``(effective values, reasons, chart defaults)`` for chart ``version``. The values that select the mode (the
+        asked one, else the installed release's) come with the fleet's, below the user's values, which must agree."""
         defaults = self.helm.show_values(chart, version)
+        mode = self.p.mode
+        if mode is None and deployed_values is not None:
+            mode = release_mode(deep_merge(defaults, deployed_values))
         try:
             values, reasons = effective_values(
-                defaults, self.p.user_values(), self.p.fleet, self.cluster_facts(), deployed_values
+                defaults,
+                self.p.user_values(),
+                with_mode_values(self.p.fleet, mode, defaults, version),
+                self.cluster_facts(),
+                deployed_values,
             )
         except ValuesError as exc:
             raise ReleaseError(str(exc)) from exc
+        check_selected_mode(mode, deep_merge(defaults, values))
         return normalised(values), reasons, defaults
 
     # -- plan --------------------------------------------------------------------------------------
@@ -132,6 +148,9 @@ class OperatorRelease:
                 self.warnings.append("downgrading %s -> %s because force is set" % (current, target))
         deployed_values = self.helm.get_values(p.release_name, p.release_namespace) if deployed else None
         values, reasons, defaults = self._values(chart, target, deployed_values)
+        mode = release_mode(deep_merge(defaults, values))
+        deployed_mode = release_mode(deep_merge(defaults, deployed_values or {})) if deployed else None
+        self.warnings.extend(gate_mode(self.kube, mode, deployed_mode, self.p.fleet))
         target_crds, skipped = self.helm.chart_crds(chart, target, deep_merge(defaults, values))
         crds = crd_changes(target_crds, live_crds(self.kube, [name_of(c) for c in target_crds]))
         self._crd_gate(crds, target)
@@ -152,6 +171,7 @@ class OperatorRelease:
             "chart": chart.describe(),
             "from_version": current,
             "to_version": target,
+            "mode": mode,
             "app_version": meta.get("appVersion"),
             "release_status": deployed.get("status") if deployed else None,
             "values_changed": values_diff,
@@ -248,13 +268,17 @@ class OperatorRelease:
             self.install_or_upgrade(plan)
         result["release"] = self.deployed()
         if self.p.ready_timeout:
-            ready = wait_ready(self.kube, self.p.release_namespace, self.p.ready_timeout, self.sleep, self.clock)
+            kind = STATE_KIND[plan["mode"]]
+            ready = wait_ready(
+                self.kube, self.p.release_namespace, self.p.ready_timeout, self.sleep, self.clock, kind=kind
+            )
             result["readiness"] = ready
             if not ready["ready"]:
                 raise ReleaseError(
-                    "the release is %s but ClusterPolicy is not ready after %ss (state %s): %s"
+                    "the release is %s but %s is not ready after %ss (state %s): %s"
                     % (
                         DONE[plan["action"]],
+                        kind,
                         self.p.ready_timeout,
                         ready["state"],
                         not_ready_summary(ready),

@@ -41,6 +41,7 @@ class ReleaseParams:
         "values",
         "values_files",
         "fleet",
+        "mode",
         "detect",
         "force",
         "rollback_on_failure",

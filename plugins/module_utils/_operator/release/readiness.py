@@ -6,7 +6,8 @@
 # This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
-"""Whether the operator has rolled out: the ClusterPolicy's state and, per node, the operands not ready yet.
+"""Whether the operator has rolled out: the ClusterPolicy's (or, in GPUCluster mode, the GPUCluster's) state and, per
+node, the operands not ready yet.
 
 A status counts only once the operator has observed the current spec: ``status.observedGeneration`` or, failing
 that, the ``Ready`` condition's ``observedGeneration`` must equal ``metadata.generation``. The object can only carry
@@ -95,14 +96,23 @@ def stale_status(kind, obj, pods=(), nodes=()):
     return None
 
 
-def readiness(kube, namespace):
-    """The ClusterPolicy's state and conditions, whether the operator observed the current spec (``stale``: what is
-    still old) and, per node, the operands (in ``namespace``) that are not ready."""
-    policies = kube.list_custom("nvidia.com", "v1", "clusterpolicies") or []
+#: The custom resource that carries the operator's state: ``kind -> (group, version, plural)``.
+STATE_RESOURCES = {
+    "ClusterPolicy": ("nvidia.com", "v1", "clusterpolicies"),
+    "GPUCluster": ("nvidia.com", "v1alpha1", "gpuclusters"),
+}
+
+
+def readiness(kube, namespace, kind="ClusterPolicy"):
+    """The state and conditions of the operator's ``kind`` object (the ClusterPolicy, or the GPUCluster in GPUCluster
+    mode), whether the operator observed its current spec (``stale``: what is still old) and, per node, the operands
+    (in ``namespace``) that are not ready."""
+    policies = kube.list_custom(*STATE_RESOURCES[kind]) or []
     drivers = kube.list_custom("nvidia.com", "v1alpha1", "nvidiadrivers")
     nodes = kube.list_core("nodes")
     pods = kube.list_core("pods", namespace=namespace)
-    view = cluster_view(nodes, pods, policies, drivers)
+    # a GPUCluster-mode node advertises no extended GPU resource: every node's operands count there
+    view = cluster_view(nodes, pods, policies, drivers, gpu_nodes_only=kind == "ClusterPolicy")
     cp = view["cluster_policy"] or {}
     not_ready = {}
     for name, node in view["nodes"].items():
@@ -112,10 +122,11 @@ def readiness(kube, namespace):
     use_drivers = cp.get("driver", {}).get("use_nvidia_driver_crd")
     drivers_ready = all(d["ready"] for d in view["nvidia_drivers"]) if use_drivers else True
     policy = cluster_policy_in_use(policies)
-    stale = [stale_status("ClusterPolicy", policy, pods, nodes)] if policy else []
+    stale = [stale_status(kind, policy, pods, nodes)] if policy else []
     stale += [stale_status("NVIDIADriver", d) for d in drivers or []] if use_drivers else []
     stale = [s for s in stale if s]
     return {
+        "kind": kind,
         "ready": bool(cp.get("ready")) and drivers_ready and not stale,
         "state": cp.get("state"),
         "generation": cp.get("generation"),
@@ -128,12 +139,12 @@ def readiness(kube, namespace):
     }
 
 
-def wait_ready(kube, namespace, timeout, sleep, clock):
+def wait_ready(kube, namespace, timeout, sleep, clock, kind="ClusterPolicy"):
     """Poll :func:`readiness` until ready or ``timeout`` seconds; return the last one (``waited_s`` added)."""
     start = clock()
     deadline = start + timeout
     while True:
-        state = readiness(kube, namespace)
+        state = readiness(kube, namespace, kind)
         if state["ready"] or clock() >= deadline:
             state["waited_s"] = round(clock() - start, 1)
             return state
