@@ -19,7 +19,7 @@ description:
     C(kubernetes) and C(containerd) ranges, C(os), C(default_driver), C(chart_default_driver), C(drivers),
     C(recommended_drivers), C(driver_branches) (the branches a preinstalled driver may be on, each with its
     C(minimum), C(designation), C(long_term) and the release's C(drivers) on it), C(latest_patch) where known,
-    C(source) and more."
+    C(dra_driver) (the DRA driver GPUCluster mode deploys, V(null) before 26.7), C(source) and more."
   - "O(kind=cuda): for each term (a CUDA V(major.minor)), the minimum driver."
   - "O(kind=kernel_module): for each term (a GPU architecture), C(module) (V(open), V(proprietary) or V(any)),
     C(required) and C(source)."

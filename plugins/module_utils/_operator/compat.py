@@ -90,6 +90,12 @@ def default_driver(operator_version):
     return data.RELEASES[release_key(operator_version)]["chart_default_driver"]["version"]
 
 
+def dra_driver(operator_version):
+    """The version of the DRA driver (kubernetes-sigs/dra-driver-nvidia-gpu) the release deploys in GPUCluster mode;
+    None for a release without GPUCluster mode (before 26.7)."""
+    return data.RELEASES[release_key(operator_version)]["dra_driver"]
+
+
 def driver_supported(operator_version, driver_version):
     """True when the driver is listed, or its branch (the major) is listed bare (``"570"`` = any 570.x)."""
     dv = version_tuple(driver_version)

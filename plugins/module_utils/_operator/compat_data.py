@@ -27,11 +27,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-DATA_VERSION = "2026.12.2"
+DATA_VERSION = "2026.12.3"
 
 _PS = "NVIDIA/cloud-native-docs:gpu-operator/platform-support.rst at the %s docs commit (gpu-operator.md s11)"
 _LC = 'NVIDIA/cloud-native-docs:gpu-operator/life-cycle-policy.rst "Component Matrix" %s (gpu-operator.md s11)'
 _VALUES = "NVIDIA/gpu-operator:deployments/gpu-operator/values.yaml@%s driver.version (gpu-operator.md s2)"
+_NO_DRA = 'no GPUCluster mode, so no DRA driver, before v26.7.0 (operator-26-and-dra.md, "Through the operator")'
 _SM = (
     "NVIDIA/gpu-operator:controllers/object_controls.go@v25.10.1 ~L4802 and values.yaml dcgmExporter.serviceMonitor"
     " (gpu-operator.md s2.1, s10, s14 item 16)"
@@ -49,6 +50,7 @@ RELEASES = {
         "default_driver": "550.127.08",
         "recommended_drivers": [],
         "drivers": ["565.57.01", "560.35.03", "535.216.03"],
+        "dra_driver": None,
         "chart_default_driver": {"tag": "v24.9.2", "version": "550.144.03"},
         "kernel_module_type_option": False,
         "service_monitor_default": False,
@@ -57,6 +59,7 @@ RELEASES = {
             "support": _PS % "v24.9",
             "drivers": _LC % "24.9.1",
             "chart_default_driver": _VALUES % "v24.9.2",
+            "dra_driver": _NO_DRA,
             "kernel_module_type_option": "values.yaml@v24.9.2: no driver.kernelModuleType (gpu-operator.md s2)",
             "service_monitor": _SM,
         },
@@ -71,6 +74,7 @@ RELEASES = {
         "default_driver": "580.82.07",
         "recommended_drivers": ["580.82.07"],
         "drivers": ["575.57.08", "570", "550.163.01", "535"],
+        "dra_driver": None,
         "chart_default_driver": {"tag": "v25.3.4", "version": "580.82.07"},
         "kernel_module_type_option": True,
         "service_monitor_default": False,
@@ -79,6 +83,7 @@ RELEASES = {
             "support": _PS % "v25.3",
             "drivers": _LC % "25.3.3",
             "chart_default_driver": _VALUES % "v25.3.4",
+            "dra_driver": _NO_DRA,
             "kernel_module_type_option": "driver.useOpenKernelModules replaced by kernelModuleType in v25.3.0"
             " (gpu-operator.md s2.1)",
             "service_monitor": _SM,
@@ -94,6 +99,7 @@ RELEASES = {
         "default_driver": "580.95.05",
         "recommended_drivers": ["580.95.05"],
         "drivers": ["575", "570.195.03", "550.163.01", "535.274.02"],
+        "dra_driver": None,
         "chart_default_driver": {"tag": "v25.10.1", "version": "580.105.08"},
         "kernel_module_type_option": True,
         "service_monitor_default": False,
@@ -102,6 +108,7 @@ RELEASES = {
             "support": _PS % "v25.10",
             "drivers": _LC % "25.10.0",
             "chart_default_driver": _VALUES % "v25.10.1",
+            "dra_driver": _NO_DRA,
             "kernel_module_type_option": "values.yaml@v25.10.1 driver.kernelModuleType: auto (gpu-operator.md s2)",
             "service_monitor": _SM,
         },
@@ -125,6 +132,7 @@ RELEASES = {
         "default_driver": "580.126.20",
         "recommended_drivers": ["580.159.03", "580.159.04"],
         "drivers": ["595.71.05", "595.58.03", "590.48.01", "570.211.01", "535.309.01"],
+        "dra_driver": None,
         "chart_default_driver": {"tag": "v26.3.3", "version": "580.126.20"},
         "kernel_module_type_option": True,
         "service_monitor_default": False,
@@ -133,6 +141,7 @@ RELEASES = {
             "support": _PS % "v26.3",
             "drivers": _LC % "26.3.2",
             "chart_default_driver": _VALUES % "v26.3.3",
+            "dra_driver": _NO_DRA,
             "kernel_module_type_option": "values.yaml driver.kernelModuleType: auto (gpu-operator.md s2)",
             "service_monitor": _SM + "; the ~L4802 behaviour is read at v25.10.1 and assumed unchanged in 26.3",
         },
@@ -156,6 +165,7 @@ RELEASES = {
         "recommended_drivers": ["595.91.07"],
         "drivers": ["610.57.04", "580.173.02", "535.309.01"],
         "chart_default_driver": {"tag": "v26.7.0", "version": "595.91.07"},
+        "dra_driver": "v0.5.0",
         "latest_patch": "26.7.1",
         "kernel_module_type_option": True,
         "service_monitor_default": True,
@@ -165,6 +175,8 @@ RELEASES = {
             "drivers": _LC % "26.7.0",
             "latest_patch": "v26.7.1 reported 2026-10 (operator-26-and-dra.md, \"Operator releases\")",
             "chart_default_driver": _VALUES % "v26.7.0",
+            "dra_driver": "values.yaml@v26.7.0 draDriver.version: v0.5.0, the kubernetes-sigs/dra-driver-nvidia-gpu"
+            ' chart GPUCluster mode deploys (operator-26-and-dra.md, "Operator releases")',
             "kernel_module_type_option": "values.yaml@v26.7.0 driver.kernelModuleType: auto (gpu-operator.md s2)",
             "service_monitor": "values.yaml@v26.7.0 serviceMonitor.enabled: true; v26.7 skips a missing CRD"
             " gracefully (gpu-operator.md s2.1, s10)",

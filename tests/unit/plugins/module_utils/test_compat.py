@@ -20,7 +20,8 @@ def test_the_matrix_covers_operator_24_9_to_26_7():
 
 def test_every_row_cites_its_source():
     for key, row in d.RELEASES.items():
-        for part in ("support", "drivers", "chart_default_driver", "kernel_module_type_option", "service_monitor"):
+        parts = ("support", "drivers", "chart_default_driver", "dra_driver", "kernel_module_type_option")
+        for part in parts + ("service_monitor",):
             assert row["source"][part], (key, part)
     for table in (d.CUDA_DRIVERS, d.ARCH_KERNEL_MODULE):
         for key, row in table.items():
@@ -43,6 +44,22 @@ def test_kubernetes_and_containerd_ranges_per_release(release, k8s, containerd):
     assert row["kubernetes"] == k8s
     assert row["containerd"] == containerd
     assert row["release"] == release and row["data_version"] == d.DATA_VERSION
+
+
+@pytest.mark.parametrize(
+    "operator, dra_driver",
+    [
+        ("v24.9.2", None),
+        ("v25.3.4", None),
+        ("v25.10.1", None),
+        ("v26.3.3", None),
+        ("v26.7.0", "v0.5.0"),
+        ("26.7.1", "v0.5.0"),
+    ],
+)
+def test_only_26_7_deploys_a_dra_driver_and_it_is_dra_driver_nvidia_gpu_v0_5_0(operator, dra_driver):
+    assert c.dra_driver(operator) == dra_driver
+    assert c.release(operator)["dra_driver"] == dra_driver
 
 
 @pytest.mark.parametrize(
