@@ -9,6 +9,7 @@
  * "gpu.<index>.<field>" with "gpu.*.<field>" as the default for every GPU.
  * A value "unsupported" makes the call return NVML_ERROR_NOT_SUPPORTED; a value
  * "error:<code>" returns that code. "gpu.<i>.lost: true" makes the GPU fall off the bus.
+ * "include: <file>" (relative to the fixture's directory) reads another fixture under this one's keys.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,28 +40,42 @@ static char *trim(char *s) {
     return s;
 }
 
-static void load(void) {
-    const char *path;
+/* Reads one fixture file; its "include: <file>" (relative to its directory) is read after it, so the including
+ * file's keys win (get() returns the first match). */
+static void read_fixture(const char *path, int depth) {
     FILE *f;
-    char line[1024];
-    int i;
-    if (loaded) return;
-    loaded = 1;
-    for (i = 0; i < MAXGPU; i++) gpus[i].index = i, gpus[i].parent = -1;
-    for (i = 0; i < MAXGPU * MAXMIG; i++) migs[i].index = i % MAXMIG, migs[i].parent = i / MAXMIG;
-    path = getenv("GPUOPS_FAKE_NVML_FIXTURE");
-    if (!path || !(f = fopen(path, "r"))) return;
+    char line[1024], include[1024] = "", full[2300];
+    const char *slash;
+    if (!path || depth > 4 || !(f = fopen(path, "r"))) return;
     while (fgets(line, sizeof line, f) && nkv < MAXKV) {
         char *p = trim(line), *c;
         if (!*p || *p == '#' || !strncmp(p, "---", 3)) continue;
         c = strstr(p, ": ");
         if (!c) { c = p + strlen(p) - 1; if (*c != ':') continue; }
         *c = 0;
+        if (!strcmp(trim(p), "include")) {
+            snprintf(include, sizeof include, "%s", trim(c + 2));
+            continue;
+        }
         keys[nkv] = strdup(trim(p));
         vals[nkv] = strdup(trim(c + 1 + (c[1] ? 1 : 0)));
         nkv++;
     }
     fclose(f);
+    if (!*include) return;
+    slash = strrchr(path, '/');
+    if (include[0] != '/' && slash) snprintf(full, sizeof full, "%.*s/%s", (int)(slash - path), path, include);
+    else snprintf(full, sizeof full, "%s", include);
+    read_fixture(full, depth + 1);
+}
+
+static void load(void) {
+    int i;
+    if (loaded) return;
+    loaded = 1;
+    for (i = 0; i < MAXGPU; i++) gpus[i].index = i, gpus[i].parent = -1;
+    for (i = 0; i < MAXGPU * MAXMIG; i++) migs[i].index = i % MAXMIG, migs[i].parent = i / MAXMIG;
+    read_fixture(getenv("GPUOPS_FAKE_NVML_FIXTURE"), 0);
 }
 
 static const char *get(const char *k) {

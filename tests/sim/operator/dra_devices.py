@@ -56,8 +56,11 @@ SMS_PER_SLICE = {"Ampere": 14, "Hopper": 16, "Blackwell": 20}
 
 
 def load_fixture(name: str) -> dict:
-    """The flat NVML fixture tests/sim/nvml/profiles/<name>.yml (see tests/sim/nvml/README.md)."""
-    return yaml.safe_load((NVML_PROFILES / f"{name}.yml").read_text()) or {}
+    """The flat NVML fixture tests/sim/nvml/profiles/<name>.yml (see tests/sim/nvml/README.md), its ``include``
+    read under its own keys as the fake library reads it."""
+    data = yaml.safe_load((NVML_PROFILES / f"{name}.yml").read_text()) or {}
+    include = data.pop("include", None)
+    return {**load_fixture(Path(include).stem), **data} if include else data
 
 
 def fixture_gpus(fixture: dict) -> list[dict]:

@@ -211,11 +211,22 @@ def test_dra_profiles_run_the_operator_in_gpucluster_mode():
     for name in ("ci-dra", "demo-dra"):
         prof = profiles.load(name)
         assert prof.operator == "simulated" and prof.operator_mode == "gpucluster"
-        mig = [p for p in prof.gpu_pools() if p.nvml_profile == "a100-mig-8"]
-        assert mig and any(p.nvml_profile == "h100-sxm-8" for p in prof.gpu_pools())
+        fixtures = {p.nvml_profile for p in prof.gpu_pools()}
+        # demo-dra's hosts run the R580 variants of the same fixtures (GPUCluster mode needs a driver >= 580)
+        suffix = "-r580" if name == "demo-dra" else ""
+        assert fixtures == {"a100-mig-8" + suffix, "h100-sxm-8" + suffix}
     assert profiles.load("demo").operator_mode == "clusterpolicy"
     with pytest.raises(profiles.ProfileError, match="operator_mode"):
         profiles.parse({"name": "x", "operator_mode": "dra", "pools": [{"name": "g", "count": 1}]})
+
+
+def test_a_fixture_variant_includes_its_base_and_overrides_what_differs():
+    variant, base = D.load_fixture("h100-sxm-8-r580"), D.load_fixture("h100-sxm-8")
+    assert variant["driver_version"] == "580.95.05" and base["driver_version"] != "580.95.05"
+    assert {k: v for k, v in variant.items() if "version" not in k} == {
+        k: v for k, v in base.items() if "version" not in k
+    }
+    assert D.devices(variant)[0]["attributes"]["driverVersion"] == {"version": "580.95.5"}
 
 
 def test_gpu_nodes_name_their_nvml_fixture():

@@ -158,6 +158,13 @@ def test_h100_fabric_completed_and_a100_mig_devices(facts_for):
     assert a100["gpus"][6]["health"]["reasons"] == ["mig_mode_change_pending_reset"]
 
 
+def test_a_fixture_that_includes_another_changes_only_what_it_names(facts_for):
+    r580, base = facts_for("a100-mig-8-r580"), facts_for("a100-mig-8")
+    assert (r580["driver_version"], r580["cuda_driver_version"]) == ("580.95.05", "13.0")
+    assert base["driver_version"] != "580.95.05"
+    assert r580["gpus"] == base["gpus"]
+
+
 def test_a100_pending_mig_change_is_a_warning():
     gpu = {"mig": {"current": False, "pending": True}}
     assert _nvml.health(gpu) == {"status": "warning", "reasons": ["mig_mode_change_pending_reset"]}
