@@ -15,8 +15,10 @@ author: gpuops.gpu_operator contributors (@gpuops)
 description:
   - Validates the options of P(gpuops.gpu_operator.baseline_host#filter) and fails naming every unknown check id
     in C(skip) or C(severity), a bad severity, a user check without an id or with a taken id, an operator
-    version outside the compatibility matrix or an unknown driver policy.
-  - Returns the check catalogue (id, scope, severity after overrides, title), the skipped ids and the
+    version outside the compatibility matrix, an unknown driver policy or install mode, or GPUCluster mode on a
+    release without it.
+  - Returns the check catalogue (id, scope, severity after overrides, title) of the checks that run in the
+    install mode C(operator_mode) (the DRA prerequisites only in V(gpucluster)), the skipped ids and the
     compatibility release row used.
 options:
   _input:
@@ -44,6 +46,7 @@ from ansible.errors import AnsibleFilterError  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.facts import target_driver  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.model import BaselineError  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.registry import (  # noqa: E402
+    REGISTRY,
     catalogue,
     options,
     with_user_checks,
@@ -55,7 +58,11 @@ def baseline_options(raw, user_checks=None):
         opts = options(with_user_checks(raw, user_checks))
     except BaselineError as exc:
         raise AnsibleFilterError(str(exc)) from None
-    checks = [dict(c, severity=opts["severity"].get(c["id"], c["severity"])) for c in catalogue()]
+    checks = [
+        dict(c, severity=opts["severity"].get(c["id"], c["severity"]))
+        for c in catalogue()
+        if REGISTRY[c["id"]].applies(opts["operator_mode"])
+    ]
     checks += [
         {
             "id": u["id"],

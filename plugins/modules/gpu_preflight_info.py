@@ -14,11 +14,12 @@ short_description: The cluster facts the GPU baseline checks need before a GPU O
 version_added: 0.1.0
 description:
   - Reads the Kubernetes version, every node (labels, taints, cordon, driver upgrade state, container runtime),
-    NFD DaemonSets, whether the ServiceMonitor and NFD APIs are served, the operator's RuntimeClass, the operator
-    namespace's labels (PodSecurity) and the ClusterPolicy, and asks the API server with one
-    SelfSubjectAccessReview per entry of O(permissions) whether the identity in use may do it.
+    NFD DaemonSets, whether the ServiceMonitor, NFD, ClusterPolicy and C(resource.k8s.io/v1) (DRA) APIs are
+    served, the operator's RuntimeClass, the operator namespace's labels (PodSecurity) and the ClusterPolicy, and
+    asks the API server with one SelfSubjectAccessReview per entry of O(permissions) whether the identity in use
+    may do it.
   - "A fixed number of reads whatever the cluster size: C(/version), one paginated LIST of nodes, one LIST of
-    DaemonSets across namespaces (label selector C(app.kubernetes.io/name=node-feature-discovery)), three API
+    DaemonSets across namespaces (label selector C(app.kubernetes.io/name=node-feature-discovery)), four API
     discovery GETs, one GET each for the RuntimeClass and the namespace, one LIST of ClusterPolicies; never one
     request per node."
   - Read-only; a SelfSubjectAccessReview only asks. Needs RBAC C(list) on nodes and daemonsets, C(get) on
@@ -127,7 +128,8 @@ nfd:
   sample: {daemonsets: [{namespace: node-feature-discovery, name: nfd-worker}], labelled_nodes: 6}
 crds:
   description: Whether API discovery serves each of C(servicemonitors.monitoring.coreos.com),
-    C(nodefeaturerules.nfd.k8s-sigs.io) and C(clusterpolicies.nvidia.com).
+    C(nodefeaturerules.nfd.k8s-sigs.io), C(clusterpolicies.nvidia.com) and C(resourceslices.resource.k8s.io) (the
+    built-in C(resource.k8s.io/v1) API of Dynamic Resource Allocation, served from Kubernetes 1.34).
   returned: when O(sections) has V(crds)
   type: dict
   sample: {servicemonitors.monitoring.coreos.com: false}

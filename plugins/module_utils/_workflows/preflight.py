@@ -9,8 +9,9 @@
 """The cluster-side facts the baseline checks read (gpu_preflight_info): a few reads, never one per node.
 
 Reads: ``/version``; nodes (one paginated LIST); DaemonSets labelled as NFD (one LIST across namespaces);
-API discovery for the ServiceMonitor and NFD groups (no RBAC needed); the RuntimeClass and the operator
-namespace (one GET each); ClusterPolicies (one LIST); then one SelfSubjectAccessReview per permission asked.
+API discovery for the ServiceMonitor, NFD, NVIDIA and ``resource.k8s.io/v1`` groups (no RBAC needed); the
+RuntimeClass and the operator namespace (one GET each); ClusterPolicies (one LIST); then one SelfSubjectAccessReview
+per permission asked.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,11 +26,13 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
 
 SECTIONS = ("version", "nodes", "nfd", "crds", "runtime_class", "namespace", "cluster_policy", "access")
 NFD_SELECTOR = "app.kubernetes.io/name=node-feature-discovery"
-#: CRD name -> (discovery path, resource plural) looked up without RBAC through API discovery.
+#: Resource name -> (discovery path, resource plural) looked up without RBAC through API discovery.
 DISCOVERY = {
     "servicemonitors.monitoring.coreos.com": ("/apis/monitoring.coreos.com/v1", "servicemonitors"),
     "nodefeaturerules.nfd.k8s-sigs.io": ("/apis/nfd.k8s-sigs.io/v1alpha1", "nodefeaturerules"),
     "clusterpolicies.nvidia.com": ("/apis/nvidia.com/v1", "clusterpolicies"),
+    # Built in, not a CRD: served from Kubernetes 1.34 (DRA GA); the baseline's GPUCluster-mode checks read it.
+    "resourceslices.resource.k8s.io": ("/apis/resource.k8s.io/v1", "resourceslices"),
 }
 
 

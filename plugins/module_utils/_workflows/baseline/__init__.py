@@ -9,6 +9,7 @@
 """Host and cluster baseline checks.
 
 ``model`` (what a check is), ``facts`` (what several checks read), the checks (``host_checks``,
-``driver_checks``, ``node_checks``, ``cluster_checks``, ``drift``), ``registry`` (every check by id and the
-options), ``evaluate`` (running them) and ``report`` (the joined report and its Markdown).
+``driver_checks``, ``node_checks``, ``cluster_checks``, ``drift``, and ``dra_checks``: GPUCluster mode's DRA
+prerequisites), ``registry`` (every check by id and the options), ``evaluate`` (running them) and ``report`` (the
+joined report and its Markdown).
 """

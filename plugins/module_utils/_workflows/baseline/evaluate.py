@@ -44,16 +44,20 @@ def evaluate_cluster(cluster, hosts, opts):
 
 
 def _builtin(scope, args, opts):
-    """The results of the built-in checks of ``scope``, by id, each called with ``args`` unless skipped."""
+    """The results of the built-in checks of ``scope`` that apply to the install mode, by id, each called with
+    ``args`` unless skipped; a check that names its layer has it in its result."""
     results = []
     for cid in sorted(REGISTRY):
         c = REGISTRY[cid]
-        if c.scope != scope:
+        if c.scope != scope or not c.applies(opts["operator_mode"]):
             continue
         if cid in opts["skip"]:
-            results.append(_skipped(cid, scope, c.severity, c.title, opts))
-            continue
-        results.append(_result(cid, scope, c.severity, c.title, c.fn(*args), opts))
+            res = _skipped(cid, scope, c.severity, c.title, opts)
+        else:
+            res = _result(cid, scope, c.severity, c.title, c.fn(*args), opts)
+        if c.layer:
+            res["layer"] = c.layer
+        results.append(res)
     return results
 
 

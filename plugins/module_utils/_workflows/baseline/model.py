@@ -11,7 +11,8 @@
 Every check has an ``id``, a ``scope`` (``host`` or ``cluster``), a default ``severity`` (``fail``, ``warn`` or
 ``info``), a ``title`` and a function that returns an :class:`Outcome`: ``pass``, ``fail`` (a finding, with
 evidence and a concrete fix), ``not_applicable`` (with the reason) or :func:`unknown` (a finding of severity
-``warn`` at most: a host fact it needs could not be read, so it is neither a pass nor a fail). Host checks are
+``warn`` at most: a host fact it needs could not be read, so it is neither a pass nor a fail; :func:`unread` for a
+cluster fact or a setting whose value cannot be told). Host checks are
 called with one host's facts and the options; cluster checks with ``gpu_preflight_info``'s result, every host and
 the options.
 """
@@ -77,17 +78,30 @@ def _related(source, path):
     return source == path or source.startswith(path.rstrip("/") + "/") or path.startswith(source.rstrip("/") + "/")
 
 
+def unread(what, fix):
+    """A ``warn`` finding (at most) for a cluster fact or setting the check cannot tell: ``what`` is unknown, which
+    is neither a pass nor a fail."""
+    return Outcome(FAIL, "unknown: %s" % what, fix, at_most="warn")
+
+
 class Check(object):
-    """A built-in check: its id, scope, default severity, title and function."""
+    """A built-in check: its id, scope, default severity, title and function; ``layer`` (one of
+    ``_core.layers.LAYERS``) when the check names the layer it guards, ``modes`` (install modes, ``gpucluster``...)
+    when it applies to those only (None: to every mode)."""
 
-    def __init__(self, check_id, scope, severity, title, fn):
+    def __init__(self, check_id, scope, severity, title, fn, layer=None, modes=None):
         self.id, self.scope, self.severity, self.title, self.fn = check_id, scope, severity, title, fn
+        self.layer, self.modes = layer, modes
+
+    def applies(self, operator_mode):
+        """Whether the check runs for ``operator_mode`` (None: the chart's default, ``clusterpolicy``)."""
+        return self.modes is None or (operator_mode or "clusterpolicy") in self.modes
 
 
-def check(check_id, scope, severity, title):
+def check(check_id, scope, severity, title, layer=None, modes=None):
     """Decorator: the function it wraps becomes a :class:`Check` (the registry collects them by module)."""
 
     def make(fn):
-        return Check(check_id, scope, severity, title, fn)
+        return Check(check_id, scope, severity, title, fn, layer, modes)
 
     return make

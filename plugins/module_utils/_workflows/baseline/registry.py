@@ -17,8 +17,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.modes import MODES
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline import (
     cluster_checks,
+    dra_checks,
     drift,
     driver_checks,
     host_checks,
@@ -35,7 +37,7 @@ POLICIES = ("operator-managed", "preinstalled")
 #: Every built-in check by id: each :class:`Check` the check modules define (with ``@check``).
 REGISTRY = {
     c.id: c
-    for module in (host_checks, driver_checks, node_checks, cluster_checks, drift)
+    for module in (host_checks, driver_checks, node_checks, cluster_checks, drift, dra_checks)
     for c in vars(module).values()
     if isinstance(c, Check)
 }
@@ -66,6 +68,7 @@ def options(raw):
         "runtime_class": raw.get("runtime_class") or "nvidia",
         "nri_plugin": bool(raw.get("nri_plugin")),
         "operator_namespace": raw.get("operator_namespace") or "gpu-operator",
+        "operator_mode": raw.get("operator_mode") or None,
         "skip": list(raw.get("skip") or []),
         "severity": dict(raw.get("severity") or {}),
         "user_checks": list(raw.get("user_checks") or []),
@@ -78,7 +81,8 @@ def options(raw):
 
 
 def _check_target(opts):
-    """Set ``opts["release"]``; raise BaselineError for a release, policy, module type or CUDA version unknown."""
+    """Set ``opts["release"]``; raise BaselineError for a release, policy, install mode, module type or CUDA version
+    unknown, or for GPUCluster mode on a release without it."""
     try:
         opts["release"] = compat.release(opts["operator_version"])
     except compat.CompatError as exc:
@@ -86,6 +90,17 @@ def _check_target(opts):
     if opts["driver_policy"] not in POLICIES:
         raise BaselineError(
             "gpu_baseline_driver_policy is %r; use one of %s" % (opts["driver_policy"], ", ".join(POLICIES))
+        )
+    if opts["operator_mode"] not in (None,) + MODES:
+        raise BaselineError(
+            "gpu_baseline_operator_mode is %r; use one of %s, or leave it unset for the chart's default"
+            % (opts["operator_mode"], ", ".join(MODES))
+        )
+    if opts["operator_mode"] == "gpucluster" and not opts["release"]["dra_driver"]:
+        raise BaselineError(
+            "gpu_baseline_operator_mode is gpucluster but operator %s has no GPUCluster mode (it deploys no DRA "
+            "driver); set gpu_baseline_operator_version to v26.7.0 or later, or use mode clusterpolicy"
+            % opts["operator_version"]
         )
     if opts["kernel_module_type"] not in ("auto", "open", "proprietary"):
         raise BaselineError(

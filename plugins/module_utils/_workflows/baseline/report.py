@@ -58,6 +58,8 @@ def report(hosts, cluster, raw_options):
         "data_version": opts["release"]["data_version"],
         "driver_policy": opts["driver_policy"],
         "target_driver": target_driver(opts) if operator_managed(opts) else None,
+        "operator_mode": opts["operator_mode"],
+        "dra_driver": opts["release"]["dra_driver"] if opts["operator_mode"] == "gpucluster" else None,
         "hosts": per_host,
         "cluster": cl,
         "drift": drift(hosts),
@@ -119,13 +121,14 @@ def markdown(rep):
     out = [
         "# GPU baseline: %s" % rep["verdict"].upper(),
         "",
-        "Operator %s (matrix release %s, data %s), driver policy %s%s."
+        "Operator %s (matrix release %s, data %s), driver policy %s%s%s."
         % (
             rep["operator_version"],
             rep["release"],
             rep["data_version"],
             rep["driver_policy"],
             ", target driver %s" % rep["target_driver"] if rep["target_driver"] else "",
+            ", GPUCluster mode with DRA driver %s" % rep["dra_driver"] if rep.get("dra_driver") else "",
         ),
         "",
         "Hosts: %(pass)d pass, %(warn)d warn, %(fail)d fail." % rep["counts"],

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts import facts as hf
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.dra_checks import RESOURCE_API
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.drift import drift
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.evaluate import (
     evaluate_cluster,
@@ -92,6 +93,7 @@ def host_ctx(gpu_host, nvidia_gpu=None):
 OM = {"driver_policy": "operator-managed"}
 PRE = {"driver_policy": "preinstalled"}
 NRI = {"driver_policy": "operator-managed", "nri_plugin": True}
+GC = {"driver_policy": "preinstalled", "operator_mode": "gpucluster"}
 NVRM = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  %s  Tue Sep 24 23:00:00 UTC 2024\n"
 OS_2004 = 'ID=ubuntu\nVERSION_ID="20.04"\nPRETTY_NAME="Ubuntu 20.04.6 LTS"\n'
 FM_WANTS = "etc/systemd/system/multi-user.target.wants/nvidia-fabricmanager.service"
@@ -101,6 +103,13 @@ K3S_ENV = {
     "CONTAINERD_CONFIG": "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl",
     "CONTAINERD_SOCKET": "/run/k3s/containerd/containerd.sock",
 }
+
+CONTAINERD_CONFIG = "etc/containerd/config.toml"
+CDI_OFF = (
+    (HOSTS / "ubuntu2204-kubeadm-containerd" / CONTAINERD_CONFIG)
+    .read_text()
+    .replace("enable_cdi = true", "enable_cdi = false")
+)
 
 # check id -> (failing case, passing case); a case takes tmp_path and returns (host context, options).
 HOST_CASES = {
@@ -187,6 +196,17 @@ HOST_CASES = {
         lambda t: (host_ctx(facts("broken-nouveau-no-headers")), OM),
         lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd")), OM),
     ),
+    "dra.driver_version": (
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd")), GC),
+        lambda t: (
+            host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", {"proc/driver/nvidia/version": NVRM % "580.173.02"})),
+            GC,
+        ),
+    ),
+    "dra.cdi_enabled": (
+        lambda t: (host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", {CONTAINERD_CONFIG: CDI_OFF})), GC),
+        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd")), GC),
+    ),
 }
 
 
@@ -266,6 +286,14 @@ UNKNOWN_CASES = {
     "cuda.driver_minimum": (
         lambda t: (host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", DRIVER_GARBLED)), dict(PRE, cuda_version="12.4")),
         "/proc/driver/nvidia/version (malformed)",
+    ),
+    "dra.driver_version": (
+        lambda t: (host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", DRIVER_GARBLED)), GC),
+        "/proc/driver/nvidia/version (malformed)",
+    ),
+    "dra.cdi_enabled": (
+        lambda t: (host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", {CONTAINERD_CONFIG: GARBLED})), GC),
+        "/etc/containerd/config.toml (malformed)",
     ),
 }
 READ_NO_HOST_FACT = {"driver.library_mismatch", "nvml.available", "gpu.health", "host_facts.problems"}
@@ -436,6 +464,14 @@ CLUSTER_CASES = {
             OM,
         ),
         lambda t: (cluster(), gpu_hosts(), OM),
+    ),
+    "dra.kubernetes_version": (
+        lambda t: (cluster(kubernetes_version={"git_version": "v1.34.1"}), gpu_hosts(), GC),
+        lambda t: (cluster(kubernetes_version={"git_version": "v1.34.2"}), gpu_hosts(), GC),
+    ),
+    "dra.api_served": (
+        lambda t: (cluster(crds={RESOURCE_API: False}), gpu_hosts(), GC),
+        lambda t: (cluster(crds={RESOURCE_API: True}), gpu_hosts(), GC),
     ),
 }
 

@@ -72,6 +72,7 @@ def test_gather_reads_each_section_with_one_request_whatever_the_node_count():
     client = StubClient(
         paths={
             "/apis/monitoring.coreos.com/v1": {"resources": [{"name": "servicemonitors"}]},
+            "/apis/resource.k8s.io/v1": {"resources": [{"name": "deviceclasses"}, {"name": "resourceslices"}]},
             "/apis/node.k8s.io/v1/runtimeclasses/nvidia": {"handler": "nvidia"},
             "/api/v1/namespaces/gpu-operator": {
                 "metadata": {"labels": {"pod-security.kubernetes.io/enforce": "privileged"}}
@@ -102,6 +103,7 @@ def test_gather_reads_each_section_with_one_request_whatever_the_node_count():
     assert out["crds"] == {
         "clusterpolicies.nvidia.com": False,
         "nodefeaturerules.nfd.k8s-sigs.io": False,
+        "resourceslices.resource.k8s.io": True,
         "servicemonitors.monitoring.coreos.com": True,
     }
     assert out["runtime_class"] == {"name": "nvidia", "exists": True, "handler": "nvidia"}
@@ -111,7 +113,7 @@ def test_gather_reads_each_section_with_one_request_whatever_the_node_count():
     assert out["cluster_policy"] == {"exists": True, "name": "cluster-policy", "dcgm_exporter_enabled": False}
     assert out["access"] == [{"identity": "automation", "checked": 1, "missing": []}]
     assert ("LIST", "/apis/apps/v1/daemonsets", p.NFD_SELECTOR) in client.calls
-    assert out["api_requests"] == client.requests == 9
+    assert out["api_requests"] == client.requests == 10
 
 
 def test_absent_objects_read_as_absent_and_other_errors_propagate():
