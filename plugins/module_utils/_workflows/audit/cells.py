@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.dra import DRA_KINDS
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.health import worse
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.pools import DRIFT_FIELDS
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.schema import (
@@ -49,6 +50,22 @@ COLUMNS = (
     ("toolkit", "Toolkit"),
     ("runtime", "Runtime"),
     ("issues", "Findings and mismatches"),
+)
+
+
+#: The DRA table's columns (one row per node that uses DRA): (key, title).
+DRA_COLUMNS = (
+    ("node", "Node"),
+    ("mode", "Mode"),
+    ("devices", "Devices"),
+    ("gpus", "GPUs published / NVML"),
+    ("allocated", "Allocated"),
+    ("free", "Free"),
+    ("tainted", "Tainted"),
+    ("driver", "Driver published"),
+    ("pools", "Pools"),
+    ("drift", "NVML drift"),
+    ("problems", "Problems"),
 )
 
 
@@ -156,3 +173,39 @@ def change_lines(snapshot):
     for m in ch["mismatches_resolved"]:
         lines.append("- %s: resolved mismatch %s" % (m["id"], m["kind"]))
     return lines
+
+
+def _pool_text(pool):
+    text = "%s gen %s" % (pool["name"], pool["generation"])
+    if not pool["complete"]:
+        text += " incomplete"
+    if pool["stale_slices"]:
+        text += ", %d stale slice(s)" % pool["stale_slices"]
+    return text
+
+
+def dra_rows(snapshot):
+    """The DRA table's cell values by column key, one row per node that uses DRA (none: the reports leave the DRA
+    section out); ``drift`` is the list of the row's NVML/DRA mismatch kinds."""
+    out = []
+    for r in snapshot["fleet"]:
+        dra = (r.get("node") or {}).get("dra")
+        if dra is None:
+            continue
+        facts = r.get("facts") or {}
+        out.append(
+            {
+                "node": r["id"],
+                "mode": r["node"]["mode"],
+                "devices": ", ".join("%s %d" % (t, n) for t, n in sorted(dra["device_types"].items())) or "none",
+                "gpus": "%d / %s" % (dra["gpus_published"], cell_text(facts.get("gpu_count"))),
+                "allocated": dra["allocated"],
+                "free": dra["free"],
+                "tainted": dra["tainted"],
+                "driver": ", ".join(dra["driver_versions"]) or None,
+                "pools": "; ".join(_pool_text(p) for p in dra["pools"]) or None,
+                "drift": [m["kind"] for m in r["mismatches"] if m["kind"] in DRA_KINDS],
+                "problems": "; ".join(dra["problems"]) or None,
+            }
+        )
+    return out

@@ -15,8 +15,10 @@ __metaclass__ = type
 from ansible.module_utils.compat.version import LooseVersion
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.dra import DRA_KINDS
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.pools import DRIFT_FIELDS
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.schema import (
+    DRA_SINCE,
     SCHEMA_VERSION,
     SNAPSHOT_KIND,
     STATUS_OK,
@@ -24,6 +26,8 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.aud
 
 #: Fields whose change against the baseline is reported, per row.
 CHANGE_FIELDS = DRIFT_FIELDS + ("gpu_count", "gpu_health", "allocatable_gpus", "label_driver_version")
+#: The DRA fields (a node's mode, the GPUs its DRA devices stand for), compared with baselines of DRA_SINCE or later.
+DRA_CHANGE_FIELDS = ("mode", "dra_gpus_published")
 
 
 class SnapshotError(GpuOpsError, ValueError):
@@ -49,12 +53,19 @@ def check_baseline(data, source):
 
 def _major(version):
     """The major version of a ``schema_version`` string; None when it has none."""
-    parts = LooseVersion(version).version if version else []
+    parts = _version(version) if version else []
     return parts[0] if parts and isinstance(parts[0], int) else None
 
 
+def _version(version):
+    """A ``schema_version`` string as a list of its numeric parts."""
+    return LooseVersion(str(version or "0")).version
+
+
 def _row_value(row, field):
-    if field in ("allocatable_gpus", "label_driver_version"):
+    if field == "dra_gpus_published":
+        return ((row.get("node") or {}).get("dra") or {}).get("gpus_published")
+    if field in ("allocatable_gpus", "label_driver_version", "mode"):
         return (row.get("node") or {}).get(field)
     return (row.get("facts") or {}).get(field)
 
@@ -64,7 +75,11 @@ def _finding_keys(row):
 
 
 def changes(baseline, snap):
-    """What changed from ``baseline`` to ``snap``: rows added/removed, status, fields, findings, mismatches."""
+    """What changed from ``baseline`` to ``snap``: rows added/removed, status, fields, findings, mismatches. A
+    baseline older than :data:`DRA_SINCE` has no DRA values: its DRA fields and mismatch kinds are not compared
+    (they would all read as changed)."""
+    with_dra = _version(baseline.get("schema_version")) >= _version(DRA_SINCE)
+    fields = CHANGE_FIELDS + (DRA_CHANGE_FIELDS if with_dra else ())
     before = {r["id"]: r for r in baseline.get("fleet") or []}
     after = {r["id"]: r for r in snap["fleet"]}
     out = {
@@ -82,7 +97,7 @@ def changes(baseline, snap):
         if b["status"] != a["status"]:
             out["status"].append({"id": rid, "before": b["status"], "after": a["status"]})
         if b["status"] == a["status"] == STATUS_OK:
-            for field in CHANGE_FIELDS:
+            for field in fields:
                 vb, va = _row_value(b, field), _row_value(a, field)
                 if vb != va:
                     out["fields"].append({"id": rid, "field": field, "before": vb, "after": va})
@@ -92,7 +107,7 @@ def changes(baseline, snap):
             for key in sorted(set(fb) - set(fa), key=str):
                 out["findings_resolved"].append(dict(fb[key], id=rid))
             mb = {m["kind"]: m for m in b.get("mismatches") or []}
-            ma = {m["kind"]: m for m in a.get("mismatches") or []}
+            ma = {m["kind"]: m for m in a.get("mismatches") or [] if with_dra or m["kind"] not in DRA_KINDS}
             for kind in sorted(set(ma) - set(mb)):
                 out["mismatches_new"].append(dict(ma[kind], id=rid))
             for kind in sorted(set(mb) - set(ma)):

@@ -43,6 +43,15 @@ FIXES = {
     "mig.config) is not the one applied.",
     "driver_vs_label": "Restart the gpu-feature-discovery pod on the node (its label is stale), or finish the "
     "driver upgrade.",
+    "dra_count_vs_nvml": "Read the DRA kubelet plugin pod's log on the node: it publishes the GPUs it finds (a lost "
+    "GPU, Xid 79, is not published); check the node's ResourceSlices (kubectl get resourceslices --field-selector "
+    "spec.nodeName=<node>).",
+    "dra_gpu_unpublished": "Read the DRA kubelet plugin pod's log on the node and compare its GPUs with nvidia-smi -L; "
+    "restart the plugin pod once the GPU is healthy so that it publishes it again.",
+    "dra_device_unknown": "The node publishes a GPU the host does not have: restart the DRA kubelet plugin pod on the "
+    "node (a stale slice), or check that k8s_node_name maps the host to the right node.",
+    "dra_driver_vs_nvml": "Restart the DRA kubelet plugin pod on the node after a driver upgrade so that it publishes "
+    "the running driver's version, or finish the driver upgrade.",
     "node_missing": "Set k8s_node_name for the host, or check that the node joined the cluster.",
     "unreachable": "Check SSH to the host (address, port, keys) and that it is up; the audit keeps it in the report.",
     "failed": "Read the fact task's message; fix the host's Python, NVML library path or permissions.",

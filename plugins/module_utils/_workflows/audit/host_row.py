@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.dra import dra_summary
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.health import gpu_findings, worse
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.schema import (
     STATUS_FAILED,
@@ -123,6 +124,8 @@ def node_row(node):
         "operands_not_ready": sorted(c for c, s in (node.get("operands") or {}).items() if not _operand_ok(s)),
         "kernel": node.get("kernel_version"),
         "os_image": node.get("os_image"),
+        "mode": node.get("mode"),
+        "dra": dra_summary(node),
     }
 
 

@@ -24,8 +24,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.html imp
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.cells import (
     CATEGORY_TITLES,
     COLUMNS,
+    DRA_COLUMNS,
     cell_text,
     change_lines,
+    dra_rows,
     drift_outliers,
     issue_parts,
     row_severity,
@@ -180,8 +182,9 @@ def _heat(pool):
 
 
 def render_html(snapshot, title="GPU fleet audit"):
-    """The report page: summary, legend, pictures, heat map, drift, findings and mismatches with their fixes,
-    changes and the fleet table (scrolls with sticky headers, worst rows first, sortable)."""
+    """The report page: summary, legend, pictures, heat map, drift, DRA (only when some node uses DRA), findings and
+    mismatches with their fixes, changes and the fleet table (scrolls with sticky headers, worst rows first,
+    sortable)."""
     return render(
         {"audit.html": TEMPLATE},
         "audit.html",
@@ -195,6 +198,9 @@ def render_html(snapshot, title="GPU fleet audit"):
         categories=[CATEGORY_TITLES[c] for c in HEALTH_CATEGORIES],
         drift=[(p, d) for p in snapshot["pools"] for d in p["drift"]],
         drift_fields=", ".join(DRIFT_FIELDS),
+        dra=dra_rows(snapshot),
+        dra_columns=DRA_COLUMNS,
+        dra_cluster_problems=[(c["name"], p) for c in snapshot["clusters"] for p in c.get("dra_problems") or []],
         findings=findings(snapshot),
         mismatches=[dict(m, id=r["id"]) for r in snapshot["fleet"] for m in r["mismatches"]],
         fixes=fixes(snapshot),

@@ -36,6 +36,9 @@ TEMPLATE = """{% extends "page.html" %}
 <div class="card"><b data-k="findings">{{ s.findings }}</b><span>health findings</span></div>
 <div class="card"><b data-k="mismatches">{{ s.mismatches }}</b><span>host/cluster mismatches</span></div>
 <div class="card"><b data-k="drift">{{ s.drift }}</b><span>drifting fields</span></div>
+{% if dra %}
+<div class="card"><b data-k="dra_nodes">{{ dra | length }}</b><span>nodes using DRA</span></div>
+{% endif %}
 </section>
 {{ m.legend(legend) }}
 
@@ -112,6 +115,33 @@ and temperature. A grey dashed bar is a host that gave no GPU data.</p>
 </tbody></table>
 {% else %}
 <p id="drift">No drift: every pool agrees on {{ drift_fields }}.</p>
+{% endif %}
+{% if dra %}
+
+<h2>DRA</h2>
+<p class="muted">Nodes whose GPUs reach pods through Dynamic Resource Allocation: what their DRA driver publishes
+and how it compares with NVML on the host.</p>
+<div class="scroll"><table id="dra"><thead><tr>
+{% for key, title in dra_columns %}<th data-key="{{ key }}">{{ title }}</th>{% endfor %}
+</tr></thead><tbody>
+{% for d in dra %}
+<tr data-id="{{ d.node }}">
+{% for key, _title in dra_columns %}
+{% if key == "drift" %}
+<td data-key="drift" class="nowrap{{ ' sev-warning' if d.drift }}">
+{%- for kind in d.drift %}{{ code_link(kind) }}{{ ", " if not loop.last }}{% else %}-{% endfor %}</td>
+{% elif key == "problems" %}
+<td data-key="problems" class="wide{{ ' sev-warning' if d.problems }}">{{ text(d.problems) }}</td>
+{% else %}
+<td data-key="{{ key }}" class="nowrap">{{ text(d[key]) }}</td>
+{% endif %}
+{% endfor %}
+</tr>
+{% endfor %}
+</tbody></table></div>
+{% for name, problem in dra_cluster_problems %}
+<p class="sev-warning" data-cluster="{{ name }}">{{ name }}: {{ problem }}</p>
+{% endfor %}
 {% endif %}
 
 <h2>Health findings</h2>

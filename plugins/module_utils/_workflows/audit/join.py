@@ -22,6 +22,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.changes import changes
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.dra import (
+    dra_mismatches,
+    published_marks,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.host_row import (
     host_facts_row,
     node_row,
@@ -54,11 +58,17 @@ def _cluster_entry(name, data):
         "gpu_nodes": len(result.get("nodes") or {}),
         "gpu_allocatable": (result.get("totals") or {}).get("gpu_allocatable"),
         "api_requests": result.get("api_requests"),
+        # cluster-wide DRA problems (a DeviceClass the published devices need is missing)
+        "dra_problems": list((result.get("dra") or {}).get("problems") or []),
     }
 
 
 def _pool_of(host, node):
-    return host.get("pool") or ((node or {}).get("gpu") or {}).get("product") or "unknown"
+    """The host's ``pool``, else the node's product label, else the one product its DRA devices publish (a node in
+    the GPU Operator's GPUCluster mode has no product label), else ``unknown``."""
+    products = list(((node or {}).get("dra") or {}).get("products") or {})
+    dra_product = products[0] if len(products) == 1 else None
+    return host.get("pool") or ((node or {}).get("gpu") or {}).get("product") or dra_product or "unknown"
 
 
 def fleet_rows(hosts, clusters, thermal_warning_c=85):
@@ -73,6 +83,7 @@ def fleet_rows(hosts, clusters, thermal_warning_c=85):
         node_name = host.get("node_name") or name
         node = nodes.get(node_name)
         status, message, facts, gpus, findings = host_facts_row(host, node, thermal_warning_c)
+        gpus = published_marks(gpus, node)
         rows.append(
             {
                 "id": "%s/%s" % (cluster, node_name),
@@ -86,7 +97,7 @@ def fleet_rows(hosts, clusters, thermal_warning_c=85):
                 "node": node_row(node),
                 "gpus": gpus,
                 "findings": findings,
-                "mismatches": mismatches(facts, node, cluster_ok),
+                "mismatches": mismatches(facts, node, cluster_ok) + dra_mismatches(facts, gpus, node),
             }
         )
     claimed = {(r["cluster"], r["node_name"]) for r in rows}
@@ -116,7 +127,8 @@ def fleet_rows(hosts, clusters, thermal_warning_c=85):
 
 
 def summary(rows, cluster_entries, pool_entries):
-    """The snapshot's totals: clusters, rows by status, GPUs by health, findings, mismatches, drift."""
+    """The snapshot's totals: clusters, rows by status, GPUs by health, findings, mismatches, drift, nodes that
+    use DRA."""
     statuses = {}
     for r in rows:
         statuses[r["status"]] = statuses.get(r["status"], 0) + 1
@@ -133,6 +145,7 @@ def summary(rows, cluster_entries, pool_entries):
         "findings": sum(len(r["findings"]) for r in rows),
         "mismatches": sum(len(r["mismatches"]) for r in rows),
         "drift": sum(len(p["drift"]) for p in pool_entries),
+        "dra_nodes": sum(1 for r in rows if (r["node"] or {}).get("dra") is not None),
     }
 
 

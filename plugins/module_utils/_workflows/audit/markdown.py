@@ -16,8 +16,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.text imp
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.cells import (
     CATEGORY_TITLES,
     COLUMNS,
+    DRA_COLUMNS,
     cell_text,
     change_lines,
+    dra_rows,
     row_issues,
     table_cells,
 )
@@ -31,7 +33,8 @@ def _table(headers, rows):
 
 
 def render_markdown(snapshot, title="GPU fleet audit"):
-    """Summary, clusters, health by pool, drift, issues, changes and the fleet table, as Markdown."""
+    """Summary, clusters, health by pool, drift, DRA (only when some node uses DRA), issues, changes and the fleet
+    table, as Markdown."""
     s = snapshot["summary"]
     st = s["statuses"]
     lines = [
@@ -51,10 +54,11 @@ def render_markdown(snapshot, title="GPU fleet audit"):
         ),
         "- GPUs (NVML): %d; degraded: %d critical, %d warning" % (s["gpus"], s["gpus_critical"], s["gpus_warning"]),
         "- Health findings: %d; mismatches: %d; drifting fields: %d" % (s["findings"], s["mismatches"], s["drift"]),
-        "",
-        "## Clusters",
-        "",
     ]
+    dra = dra_rows(snapshot)
+    if dra:
+        lines.append("- Nodes using DRA: %d; with NVML/DRA drift: %d" % (len(dra), sum(1 for d in dra if d["drift"])))
+    lines += ["", "## Clusters", ""]
     lines += _table(
         ["Cluster", "Status", "Kubernetes", "ClusterPolicy", "Operator driver", "GPU nodes", "Allocatable", "Error"],
         [
@@ -104,6 +108,16 @@ def render_markdown(snapshot, title="GPU fleet audit"):
         )
     else:
         lines.append("No drift: every pool agrees on %s." % ", ".join(DRIFT_FIELDS))
+    if dra:
+        lines += ["", "## DRA", ""]
+        lines += _table(
+            [t for _k, t in DRA_COLUMNS],
+            [[d[k] if k != "drift" else ", ".join(d[k]) or None for k, _t in DRA_COLUMNS] for d in dra],
+        )
+        problems = [(c["name"], p) for c in snapshot["clusters"] for p in c.get("dra_problems") or []]
+        if problems:
+            lines.append("")
+            lines += ["- %s: %s" % (name, p) for name, p in problems]
     lines += ["", "## Findings and mismatches", ""]
     issues = [r for r in snapshot["fleet"] if r["findings"] or r["mismatches"] or r["status"] != "ok"]
     if issues:

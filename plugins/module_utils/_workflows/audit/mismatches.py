@@ -12,10 +12,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.dra import dra_only
+
 
 def mismatches(facts, node, node_expected):
-    """Host against cluster: node missing, NVML GPU count against allocatable, MIG mode against the node's
-    ``all-*`` MIG config label, host driver against the driver label."""
+    """Host against cluster: node missing, NVML GPU count against allocatable (not on a node whose GPUs reach pods
+    through DRA only: it advertises no extended resource; ``dra`` compares its published devices), MIG mode against
+    the node's ``all-*`` MIG config label, host driver against the driver label."""
     out = []
     if facts is None:
         return out
@@ -34,7 +37,8 @@ def mismatches(facts, node, node_expected):
     mig_alloc = sum(v for k, v in alloc.items() if k.startswith("nvidia.com/mig-") and isinstance(v, int))
     count = facts.get("gpu_count")
     allocatable = alloc.get("nvidia.com/gpu", 0)
-    if facts.get("nvml_available") and not mig_alloc and not facts.get("mig_enabled") and allocatable != count:
+    compared = facts.get("nvml_available") and not mig_alloc and not facts.get("mig_enabled") and not dra_only(node)
+    if compared and allocatable != count:
         out.append(
             {
                 "kind": "gpu_count_vs_allocatable",

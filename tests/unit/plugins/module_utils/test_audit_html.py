@@ -15,6 +15,7 @@ import html_dom  # noqa: E402
 from audit_fixtures import two_clusters  # noqa: E402
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core import html as _html  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import dra as _dra  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import fixes as _fixes  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import health as _health  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import html_page as _page  # noqa: E402
@@ -190,6 +191,7 @@ def test_every_value_is_escaped_in_text_and_attributes(snap):
 def test_every_health_reason_and_mismatch_kind_has_a_fix_of_its_own():
     codes = set(_health.REASONS) | {"remapped_rows_uncorrected", "temperature_high"}
     codes |= {"gpu_count_vs_allocatable", "mig_vs_label", "driver_vs_label", "node_missing"}
+    codes |= set(_dra.DRA_KINDS)
     codes |= {"unreachable", "failed", "not_audited", "not_in_inventory"}
     assert {c: _fixes.fix_for(c) != _fixes.GENERIC_FIX for c in codes} == dict.fromkeys(codes, True)
     assert _fixes.fix_for("nvml_no_permission").startswith("The caller cannot open /dev/nvidia*")
