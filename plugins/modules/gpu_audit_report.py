@@ -22,6 +22,14 @@ description:
     (NVML GPU count against C(nvidia.com/gpu) allocatable, MIG mode against the node's C(all-*) MIG config label, host
     driver against the node's driver label, host without node); and, with O(baseline), what changed since an earlier
     snapshot.
+  - For nodes whose GPUs reach pods through Dynamic Resource Allocation (the node's C(mode) from
+    M(gpuops.gpu_operator.gpu_cluster_info) is V(dra) or V(both), or the node is meant to run the DRA driver), each
+    row also holds a compact DRA view (devices published by type, the GPUs they stand for, allocated, free and tainted
+    devices, the published driver versions, device taints, pool generation and completeness), each NVML GPU is marked
+    published or not by UUID, and NVML against the published devices is compared as mismatches (GPU count, an NVML
+    GPU with no device, a device whose UUID NVML does not know, the published driver version). The Markdown and HTML
+    reports get a DRA section only when some node uses DRA. A node in DRA mode only is not compared with
+    C(nvidia.com/gpu) allocatable.
   - Writes a JSON snapshot (schema C(docs/audit-snapshot.schema.json), RV(summary) and more), a Markdown summary and
     a self-contained HTML report into O(dest). The HTML (a Jinja2 template with autoescape; inline CSS, JavaScript
     and SVG, nothing fetched) has a severity legend, pictures of the driver and CUDA versions per pool and of each
@@ -135,7 +143,7 @@ summary:
   description:
     - Fleet counts - C(clusters), C(clusters_failed), C(rows), C(hosts), C(statuses) (rows by V(ok), V(unreachable),
       V(failed), V(not_audited), V(not_in_inventory)), C(gpus), C(gpus_warning), C(gpus_critical), C(findings),
-      C(mismatches), C(drift).
+      C(mismatches), C(drift), C(dra_nodes) (rows whose node uses DRA).
   returned: always
   type: dict
   sample: {clusters: 2, hosts: 7, statuses: {ok: 6, unreachable: 1}, gpus: 41, gpus_critical: 3}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import cluster_view
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import DraIndex
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.nvml import health
 
 DRIVER = "570.124.06"
@@ -121,6 +122,11 @@ def node(name, count=8, allocatable=None, driver=DRIVER, mig=None, product="NVID
     if mig:
         labels["nvidia.com/mig.config"] = mig["config"]
         alloc = {k: str(v) for k, v in mig["allocatable"].items()}
+    return raw_node(name, labels, alloc)
+
+
+def raw_node(name, labels, alloc):
+    """A ready raw Node with ``labels`` whose capacity and allocatable are ``alloc``."""
     return {
         "metadata": {"name": name, "labels": labels},
         "spec": {},
@@ -133,8 +139,9 @@ def node(name, count=8, allocatable=None, driver=DRIVER, mig=None, product="NVID
     }
 
 
-def cluster_result(nodes):
-    view = cluster_view(nodes, [], [], [])
+def cluster_result(nodes, dra=None):
+    """gpu_cluster_info's result over raw nodes (the real cluster_view); ``dra``: its DraIndex, if any."""
+    view = cluster_view(nodes, [], [], [], dra=dra)
     view.update({"changed": False, "kubernetes_version": {"git_version": "v1.36.3"}, "api_requests": 5})
     return {"result": view, "kubeconfig": "/k/%s" % "config", "context": None}
 
@@ -200,3 +207,71 @@ def two_clusters():
         ),
     }
     return copy.deepcopy(hosts), clusters
+
+
+# ------------------------------------------------------------------------------------------------
+# DRA: raw resource.k8s.io/v1 objects as NVIDIA's DRA driver publishes them, read by the real DraIndex
+
+
+def dra_device(i, uuid=None, version="570.124.6", taints=None, product="NVIDIA H100 80GB HBM3"):
+    """One published GPU device; its uuid is NVML's GPU ``i`` (see :func:`gpu`) unless given."""
+    dev = {
+        "name": "gpu-%d" % i,
+        "attributes": {
+            "type": {"string": "gpu"},
+            "uuid": {"string": uuid or "GPU-%04d" % i},
+            "productName": {"string": product},
+            "driverVersion": {"version": version},
+            "index": {"int": i},
+        },
+        "capacity": {"memory": {"value": "80Gi"}},
+    }
+    if taints:
+        dev["taints"] = taints
+    return dev
+
+
+def dra_mig_device(parent, j, profile="3g.40gb"):
+    """A MIG device of NVML's GPU ``parent``."""
+    return {
+        "name": "gpu-%d-mig-%d" % (parent, j),
+        "attributes": {
+            "type": {"string": "mig"},
+            "profile": {"string": profile},
+            "parentUUID": {"string": "GPU-%04d" % parent},
+            "productName": {"string": "NVIDIA A100-SXM4-80GB"},
+            "driverVersion": {"version": "570.124.6"},
+        },
+    }
+
+
+def dra_slice(node_name, devices, generation=1, count=1, name=None):
+    pool = {"name": node_name, "generation": generation, "resourceSliceCount": count}
+    return {
+        "metadata": {"name": name or "%s-gpu.nvidia.com" % node_name},
+        "spec": {"driver": "gpu.nvidia.com", "nodeName": node_name, "pool": pool, "devices": devices},
+    }
+
+
+def dra_claim(ns, name, node_name, device):
+    result = {"request": "gpu", "driver": "gpu.nvidia.com", "pool": node_name, "device": device}
+    return {
+        "metadata": {"namespace": ns, "name": name},
+        "status": {
+            "allocation": {"devices": {"results": [result]}},
+            "reservedFor": [{"resource": "pods", "name": name + "-pod", "uid": "u"}],
+        },
+    }
+
+
+def dra_node(name, extended=0):
+    """A raw Node in the GPU Operator's GPUCluster mode: no GFD labels, the DRA driver deployed; ``extended``
+    nvidia.com/gpu as well (a node in both modes)."""
+    labels = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.deploy.dra-driver": "true"}
+    return raw_node(name, labels, {"nvidia.com/gpu": str(extended)} if extended else {})
+
+
+def dra_cluster_result(nodes, slices, claims=(), classes=("gpu.nvidia.com", "mig.nvidia.com")):
+    """gpu_cluster_info's result over raw nodes and DRA objects (the real DraIndex)."""
+    index = DraIndex(list(slices), list(claims), [{"metadata": {"name": c}, "spec": {}} for c in classes])
+    return cluster_result(nodes, index)
