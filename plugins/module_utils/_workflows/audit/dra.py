@@ -46,9 +46,9 @@ def dra_summary(node):
         "device_types": dict(dra.get("device_types") or {}),
         "products": dict(dra.get("products") or {}),
         "gpus_published": len(published_gpus(devices)),
-        "allocated": sum(1 for d in devices if d.get("allocated")),
-        "free": sum(1 for d in devices if d.get("free")),
-        "tainted": sum(1 for d in devices if blocking(d.get("taints") or [])),
+        "allocated": dra.get("devices_allocated") or 0,
+        "free": dra.get("devices_free") or 0,
+        "tainted": dra.get("devices_tainted") or 0,
         "driver_versions": sorted({d["driver_version"] for d in devices if d.get("driver_version")}),
         "taints": [
             {"device": d.get("name"), "key": t["key"], "value": t["value"], "effect": t["effect"]}
