@@ -6,7 +6,6 @@ between NVML and the published devices, in the JSON, the Markdown and the HTML."
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import jsonschema
 import pytest
 
 from tests.integration.dra.dra_faults import NODE_FAULTS, node_faults
+from tests.integration.helpers import collection_env
 
 ROOT = Path(__file__).resolve().parents[3]
 SCHEMA = json.loads((ROOT / "docs" / "audit-snapshot.schema.json").read_text())
@@ -34,16 +34,8 @@ def audit(dra, tmp_path_factory):
         check=True,
     )
     (work / "inventory.yml").write_text(inv.stdout)
-    env = dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH=str(ROOT / "build" / "collections"),
-        ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_LOCALHOST_WARNING="0",
-        ANSIBLE_LOCAL_TEMP=str(work / "tmp"),
-    )
-    for key in ("K8S_AUTH_KUBECONFIG", "KUBECONFIG", "LD_LIBRARY_PATH"):
-        env.pop(key, None)
+    env = collection_env(work)
+    env.pop("LD_LIBRARY_PATH", None)  # the NVML library comes from gpu_nvml_library only
 
     def _run(name):
         reports = work / name
