@@ -193,12 +193,13 @@ def dra_rows(snapshot):
         if dra is None:
             continue
         facts = r.get("facts") or {}
+        nvml_count = facts.get("gpu_count") if facts.get("nvml_available") else None  # unknown without NVML
         out.append(
             {
                 "node": r["id"],
                 "mode": r["node"]["mode"],
                 "devices": ", ".join("%s %d" % (t, n) for t, n in sorted(dra["device_types"].items())) or "none",
-                "gpus": "%d / %s" % (dra["gpus_published"], cell_text(facts.get("gpu_count"))),
+                "gpus": "%d / %s" % (dra["gpus_published"], cell_text(nvml_count)),
                 "allocated": dra["allocated"],
                 "free": dra["free"],
                 "tainted": dra["tainted"],

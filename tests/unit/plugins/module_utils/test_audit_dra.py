@@ -306,6 +306,8 @@ def test_markdown_has_a_dra_section_with_a_row_per_dra_node(snap):
         "80GB HBM3 (8) |"
     )
     assert "dra_gpu_unpublished (host GPU-0007, cluster -)" in md  # the findings and mismatches table
+    (nonvml,) = [line for line in lines if line.startswith("| lab/dra-nonvml ")]
+    assert "| 8 / - |" in nonvml  # NVML unavailable: its count is unknown, not 0
 
 
 def test_html_has_a_dra_table_whose_drift_codes_link_to_their_fix(snap):
