@@ -84,6 +84,16 @@ options:
     description: Objects per LIST page (the C(limit) parameter).
     type: int
     default: 500
+  routes:
+    description:
+      - Who acts on a finding at each layer, layer name to owner (each finding's C(owner)), merged over the default
+        routes - C(driver), C(node), C(toolkit) and C(gpu-health) to V(node-os-team); C(device-plugin), C(dra),
+        C(mig), C(scheduling), C(preemption), C(workload) and C(monitoring) to V(platform-team); C(quota) and
+        C(queue) to V(namespace-admins). Unset, the defaults apply.
+      - The same routes as the C(gpu_validate_routes) of the C(gpuops.gpu_operator.gpu_validate) role, so that a
+        Pending pod's finding and a failing node's report name the same team.
+      - An unknown layer name fails with the list of known ones.
+    type: dict
 notes:
   - Findings are ordered by layer, then severity, then in the scheduler's filter order inside the C(scheduling)
     layer (cordon, taint, selector/affinity, resources), so the first one explains the most.
@@ -118,6 +128,13 @@ EXAMPLES = r"""
   gpuops.gpu_operator.gpu_triage_info:
     namespace: ml
   register: ns_triage
+
+- name: Who should act on each finding, with the driver routed to the on-call infrastructure team
+  gpuops.gpu_operator.gpu_triage_info:
+    namespace: ml
+    routes:
+      driver: infra-oncall
+  register: routed
 
 - name: One node's GPU stack
   gpuops.gpu_operator.gpu_triage_info:
@@ -167,7 +184,8 @@ findings:
       C(docs/triage.md)); C(severity); C(message); C(fix) (null for plain information); C(evidence) (a dict of
       what the API said - events with C(reason), C(message), C(count), C(last_seen); pod state with
       C(last_termination) C(reason), C(exit_code), C(message); C(log_tail); per-node C(allocatable), C(requested),
-      C(free); the taint; the quota; ...); C(nodes) and C(pods) (C(namespace/name)) it concerns.
+      C(free); the taint; the quota; ...); C(nodes) and C(pods) (C(namespace/name)) it concerns; C(owner) (who
+      acts on it - the owner of its layer under O(routes)).
   returned: always
   type: list
   elements: dict
@@ -183,6 +201,7 @@ findings:
                  last_termination: {reason: Error, exit_code: 1, message: "..."}, log_tail: ["..."], events: []}
       nodes: [gpu-0]
       pods: [ml/train-0]
+      owner: node-os-team
 pods:
   description:
     - The pods diagnosed (one for O(pod), every Pending/Failed/crash-looping GPU pod for a namespace, none for a node).
@@ -237,7 +256,9 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s i
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC, check_minimums
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers import merged_routes
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import add_owners
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.diagnose import Triage, diagnose
 
 
@@ -252,6 +273,7 @@ def argspec():
             "log_lines": {"type": "int", "default": 20},
             "max_logs": {"type": "int", "default": 5},
             "page_size": {"type": "int", "default": 500},
+            "routes": {"type": "dict"},
         }
     )
     return spec
@@ -279,6 +301,7 @@ def target_of(params):
 def execute_module(module):
     params = module.params
     check_minimums(params, {"page_size": 1, "log_lines": 1, "max_logs": 0})
+    routes = merged_routes(params["routes"])  # a bad route fails before any request
     target, error = target_of(params)
     if error:
         raise ArgumentError(error)
@@ -301,7 +324,7 @@ def execute_module(module):
             raise
     else:
         snap = triage.read_pods(target["namespace"], target["name"])
-    result = diagnose(snap, target)
+    result = add_owners(diagnose(snap, target), routes)
     result["api_requests"] = client.requests
     result["changed"] = False
     return result

@@ -16,6 +16,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
+
 #: Every layer, bottom to top, with what it covers.
 LAYER_DESCRIPTIONS = (
     ("driver", "the NVIDIA kernel driver (host-installed or the operator's driver container)"),
@@ -51,3 +53,45 @@ def in_layer_order(names):
     if unknown:
         raise ValueError("unknown layer(s): %s (known: %s)" % (", ".join(unknown), ", ".join(LAYERS)))
     return tuple(sorted(names, key=LAYERS.index))
+
+
+#: Who acts on a failure at each layer (the default routes; ``gpu_validate_routes`` and ``gpu_triage_info``'s
+#: ``routes`` override them layer by layer). The node/OS team owns what is installed on the host and the hardware;
+#: the platform team owns what runs in the cluster for every tenant (the operator's operands, DRA, MIG layouts, the
+#: scheduler, priority classes, monitoring); a tenant's namespace admins own their quota and queues.
+DEFAULT_ROUTES = {
+    "driver": "node-os-team",
+    "node": "node-os-team",
+    "toolkit": "node-os-team",
+    "device-plugin": "platform-team",
+    "dra": "platform-team",
+    "gpu-health": "node-os-team",
+    "mig": "platform-team",
+    "scheduling": "platform-team",
+    "quota": "namespace-admins",
+    "preemption": "platform-team",
+    "queue": "namespace-admins",
+    "workload": "platform-team",
+    "monitoring": "platform-team",
+}
+
+
+def merged_routes(overrides=None):
+    """:data:`DEFAULT_ROUTES` with ``overrides`` (layer -> owner) on top; an unknown layer or an empty owner raises
+    ArgumentError naming it."""
+    routes = dict(DEFAULT_ROUTES)
+    for layer, owner in (overrides or {}).items():
+        if layer not in LAYERS:
+            raise ArgumentError("routes: unknown layer %r; route one of %s" % (layer, ", ".join(LAYERS)))
+        if not isinstance(owner, str) or not owner.strip():
+            raise ArgumentError("routes: the owner of layer %s must be a non-empty string, got %r" % (layer, owner))
+        routes[layer] = owner.strip()
+    return routes
+
+
+def owner_of(layer, routes=None):
+    """Who acts on a failure at ``layer`` under ``routes`` (layer -> owner, over :data:`DEFAULT_ROUTES`); None for
+    no layer, ``unrouted`` for a layer no route names."""
+    if not layer:
+        return None
+    return (routes or DEFAULT_ROUTES).get(layer) or DEFAULT_ROUTES.get(layer) or "unrouted"

@@ -13,7 +13,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers import in_layer_order
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers import (
+    in_layer_order,
+    merged_routes,
+    owner_of,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
 
 #: Triage's layers, in the walk's order (the shared vocabulary of ``_core.layers``).
@@ -32,6 +36,17 @@ NO_RUNTIME = 'no runtime for "nvidia"'
 
 # --------------------------------------------------------------------------------------------------
 # Small helpers
+
+
+def add_owners(result, routes=None):
+    """Give every finding of a triage ``result`` (its own and its pods') the ``owner`` of its layer under
+    ``routes`` (layer -> owner, merged over the default routes of ``_core.layers``); returns ``result``."""
+    routes = merged_routes(routes)
+    for f in list(result.get("findings") or []) + [
+        f for p in result.get("pods") or [] for f in p.get("findings") or []
+    ]:
+        f["owner"] = owner_of(f.get("layer"), routes)
+    return result
 
 
 def tail_lines(text, lines):

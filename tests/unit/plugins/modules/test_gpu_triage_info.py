@@ -124,6 +124,7 @@ def run_module(server, monkeypatch, check=False, **args):
         ({"pod": "ml/a", "node": "g0"}, "mutually exclusive"),
         ({}, "one of the following is required: pod, namespace, node"),
         ({"node": "g0", "log_lines": 0}, "log_lines must be at least 1"),
+        ({"node": "g0", "routes": {"drivers": "x"}}, "routes: unknown layer 'drivers'; route one of driver, node"),
     ],
 )
 def test_bad_input_fails_naming_it(monkeypatch, args, message):
@@ -142,6 +143,16 @@ def test_a_pending_pod_on_a_broken_driver_reports_the_driver_layer_and_reads_its
     log_reads = [q for p, q in server.requests if p.endswith("/log")]
     assert log_reads == [{"container": "nvidia-driver-ctr", "tailLines": "20", "previous": "true"}]
     assert result["summary_lines"][0] == "pod ml/train (Pending, nvidia.com/gpu=1): first failing layer: driver"
+
+
+def test_every_finding_names_who_should_act_on_it_by_its_layer(monkeypatch):
+    server = FakeApiServer(nodes=[gpu_node("g0", alloc="0")], pods=[pending("train")], operator_pods=[CRASHING_DRIVER])
+    result = run_module(server, monkeypatch, pod="ml/train")
+    assert {(f["layer"], f["owner"]) for f in result["findings"]} >= {("driver", "node-os-team")}
+    assert all(f["owner"] for f in result["pods"][0]["findings"])
+    routed = run_module(server, monkeypatch, pod="ml/train", routes={"driver": "infra-oncall"})
+    assert routed["findings"][0]["owner"] == "infra-oncall"
+    assert routed["pods"][0]["findings"][0]["owner"] == "infra-oncall"
 
 
 def test_without_a_previous_container_the_current_log_is_read(monkeypatch):
