@@ -61,52 +61,7 @@ _value:
   elements: str
 """
 
-#: The operand pod whose log tells most about a failing layer (device-plugin: GFD when the labels check failed).
-LAYER_COMPONENT = {
-    "driver": "driver",
-    "toolkit": "container-toolkit",
-    "device-plugin": "device-plugin",
-    "dra": "dra-driver",
-    "mig": "mig-manager",
-    "monitoring": "dcgm-exporter",
-}
-#: Layers whose first look is the node object (events, conditions, taints, capacity against allocatable).
-NODE_LAYERS = ("node", "gpu-health", "scheduling", "workload")
-#: Waiting reasons of a pod that has not started: its events (describe) say why, it has no log yet.
-NOT_STARTED = ("ContainerCreating", "PodInitializing", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError")
-
-
-def _pod_command(namespace, pod):
-    if pod.get("phase") == "Pending" or pod.get("waiting_reason") in NOT_STARTED:
-        return "kubectl -n %s describe pod %s" % (namespace, pod["name"])
-    return "kubectl -n %s logs %s --all-containers --tail=50" % (namespace, pod["name"])
-
-
-def fix_command(row, node=None, namespace="gpu-operator"):
-    """The first command to run for a failing row (None for a passing one)."""
-    layer = row.get("failing_layer")
-    if not layer:
-        return None
-    name = row.get("node")
-    checks = [f.get("check") for f in row.get("findings") or [] if f.get("layer") == layer]
-    if layer == "driver" and "host" in checks:
-        return "ssh %s nvidia-smi" % row.get("host", name)
-    if layer == "node" and node is None:
-        return "kubectl get nodes -o wide"  # no node of that name: which names are there
-    if layer in NODE_LAYERS:
-        return "kubectl describe node %s" % name
-    component = LAYER_COMPONENT.get(layer)
-    if layer == "device-plugin" and checks and all(c == "labels" for c in checks):
-        component = "gpu-feature-discovery"
-    operands = (node or {}).get("operands") or {}
-    if layer == "driver" and component not in operands:
-        component = "operator-validator"  # a host-installed driver: the validator's driver-validation says why
-    pod = operands.get(component)
-    if pod and pod.get("name"):
-        return _pod_command(namespace, pod)
-    if layer == "monitoring" and node is not None:
-        return "kubectl get node %s -L nvidia.com/gpu.deploy.dcgm-exporter" % name
-    return "kubectl -n %s get pods -o wide --field-selector spec.nodeName=%s" % (namespace, name)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.owners import fix_command  # noqa: E402
 
 
 def _names(names, limit=10):

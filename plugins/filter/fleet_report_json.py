@@ -14,7 +14,7 @@ version_added: 0.1.0
 author: gpuops.gpu_operator contributors (@gpuops)
 description:
   - "The report is C({kind, schema_version, generated_at, report}): C(kind) is
-    V(gpuops.gpu_operator/validation-report), C(schema_version) is V(1.0) (schema
+    V(gpuops.gpu_operator/validation-report), C(schema_version) is V(1.2) (schema
     C(docs/validate-report.schema.json); a minor version only adds optional fields), and C(report) is the summary
     (its C(rows), C(passed), C(failed), C(failed_by_layer), C(layers) and C(checks); the printed table C(lines) is
     left out)."

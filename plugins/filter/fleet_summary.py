@@ -63,6 +63,17 @@ options:
       - The C(dra) result of M(gpuops.gpu_operator.gpu_cluster_info); a DeviceClass it lists as missing fails every
         node using DRA at layer C(dra).
     type: dict
+  routes:
+    description:
+      - Who acts on a failure at each layer, layer name to owner, over the defaults - C(driver), C(node), C(toolkit)
+        and C(gpu-health) to V(node-os-team); C(device-plugin), C(dra), C(mig), C(scheduling), C(preemption),
+        C(workload) and C(monitoring) to V(platform-team); C(quota) and C(queue) to V(namespace-admins).
+      - An unknown layer name fails with the list of known ones.
+    type: dict
+  operator_namespace:
+    description: Namespace of the GPU Operator's operand pods (the commands in C(by_owner)).
+    type: str
+    default: gpu-operator
 """
 
 EXAMPLES = r"""
@@ -78,7 +89,10 @@ _value:
       C(mode), C(allocatable), C(dra_devices), C(product), C(mig_config), C(smoke), C(checks) (outcome per check -
       V(pass), V(fail) or V(skipped)), C(verdict) (V(pass) or V(fail)), C(failing_layer), C(evidence) (of the
       failing layer) and C(findings) (C(check), C(layer), C(evidence), C(fix), lowest layer first)), C(passed),
-      C(failed), C(failed_by_layer), C(layers), C(checks) and C(lines) (a plain-text table).
+      C(failed), C(failed_by_layer), C(layers), C(checks), C(by_owner) and C(lines) (a plain-text table).
+    - C(by_owner) groups the failing nodes by the owner of their failing layer (O(routes)), the owner of the lowest
+      layer first - C(owner), C(layers) and C(failures) (C(node), C(host), C(layer), C(evidence), C(fix) and
+      C(command), the first command to run, as P(gpuops.gpu_operator.fleet_console#filter) prints it).
   type: dict
 """
 
@@ -86,8 +100,20 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.val
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.report import summary_lines  # noqa: E402
 
 
-def _fleet_summary(hosts, nodes, smoke=None, monitoring=None, mig_layouts=None, sandbox_events=None, dra=None):
-    summary = fleet_summary(hosts, nodes, smoke, monitoring, mig_layouts, sandbox_events, dra)
+def _fleet_summary(
+    hosts,
+    nodes,
+    smoke=None,
+    monitoring=None,
+    mig_layouts=None,
+    sandbox_events=None,
+    dra=None,
+    routes=None,
+    operator_namespace="gpu-operator",
+):
+    summary = fleet_summary(
+        hosts, nodes, smoke, monitoring, mig_layouts, sandbox_events, dra, routes, operator_namespace
+    )
     summary["lines"] = summary_lines(summary)
     return summary
 

@@ -25,12 +25,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers import merged_routes
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.checks import node_checks
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.inputs import (
     endpoints_by_node,
     prometheus_by_node,
     sandbox_events_by_pod,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.owners import failures_by_owner
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.registry import (
     CHECKS,
     FAIL,
@@ -41,15 +43,28 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.val
 )
 
 
-def fleet_summary(hosts, nodes, smoke=None, monitoring=None, mig_layouts=None, sandbox_events=None, dra=None):
+def fleet_summary(
+    hosts,
+    nodes,
+    smoke=None,
+    monitoring=None,
+    mig_layouts=None,
+    sandbox_events=None,
+    dra=None,
+    routes=None,
+    namespace="gpu-operator",
+):
     """One row per host: the node's GPU view, the host's NVML view, each check and the verdict.
 
     ``hosts`` maps an inventory host name to ``{node_name, pool, nvidia_gpu}``; ``nodes`` is gpu_cluster_info's
     ``nodes``; ``smoke`` is gpu_smoke_test's ``results`` (None: not run); ``monitoring`` is either
     ``{"source": "prometheus", "series": <count by node result>, "xid": <xid result>, "node_label": ...}`` or
     ``{"source": "endpoints", "service": <the exporter Service exists>, "endpoint_slices": [...]}`` (None: not
-    checked); ``sandbox_events`` raw Event dicts; ``dra`` gpu_cluster_info's cluster-wide ``dra``.
+    checked); ``sandbox_events`` raw Event dicts; ``dra`` gpu_cluster_info's cluster-wide ``dra``; ``routes``
+    layer -> owner over the default routes (``by_owner`` groups the failures by them); ``namespace`` the operator's
+    (the commands of ``by_owner``).
     """
+    routes = merged_routes(routes)
     per_node_monitoring = None
     if monitoring:
         if monitoring.get("source") == "prometheus":
@@ -108,6 +123,7 @@ def fleet_summary(hosts, nodes, smoke=None, monitoring=None, mig_layouts=None, s
         "failed_by_layer": by_layer,
         "layers": list(LAYERS),
         "checks": [{"name": n, "description": d} for n, d in CHECKS],
+        "by_owner": failures_by_owner(rows, nodes, routes, namespace),
     }
 
 
