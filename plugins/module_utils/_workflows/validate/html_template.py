@@ -97,6 +97,23 @@ majority, other colours differ from it, grey is unknown (NVML did not answer).</
 {% endfor %}
 </tbody></table></div>
 
+{% if summary.by_owner %}
+<h2>Failures by owner</h2>
+<div id="owners">
+{% for g in summary.by_owner %}
+<section data-owner="{{ g.owner }}">
+<h3>{{ g.owner }} <span class="muted">({{ g.layers | join(", ") }})</span></h3>
+<ul>
+{% for f in g.failures %}
+<li data-node="{{ f.node }}" data-layer="{{ f.layer }}"><a href="#node-{{ f.node }}">{{ f.node }}</a> at
+ {{ layer_link(f.layer) }}: {{ f.evidence or "-" }}<br><span class="muted">Fix:</span> {{ f.fix or "-" }}<br>
+<span class="muted">Run:</span> <code>{{ f.command or "-" }}</code></li>
+{% endfor %}
+</ul></section>
+{% endfor %}
+</div>
+{% endif %}
+
 <h2>Failures</h2>
 {% if failing %}
 <div id="failures">

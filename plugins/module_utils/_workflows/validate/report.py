@@ -74,6 +74,7 @@ def summary_markdown(summary, title="GPU validation report", generated=None):
             for r in summary["rows"]
         ],
     )
+    out += owners_markdown(summary.get("by_owner"))
     failing = [r for r in summary["rows"] if r["verdict"] == FAIL]
     if failing:
         out += ["", "## Failures", ""]
@@ -87,3 +88,26 @@ def summary_markdown(summary, title="GPU validation report", generated=None):
             out.append("")
     out += ["", "Checks: " + "; ".join("%s = %s" % (n, d) for n, d in CHECKS) + "."]
     return "\n".join(out).rstrip() + "\n"
+
+
+def owners_markdown(groups):
+    """The failures grouped by who acts (the summary's ``by_owner``), each with its fix and command; none: no
+    lines."""
+    if not groups:
+        return []
+    out = ["", "## Failures by owner", ""]
+    for g in groups:
+        out += ["### %s (%s)" % (g["owner"], ", ".join(g["layers"])), ""]
+        for f in g["failures"]:
+            out.append(
+                "- **%s** at %s: %s. Fix: %s Run: `%s`"
+                % (
+                    f["node"],
+                    f["layer"],
+                    md_cell(f["evidence"] or "-").rstrip("."),
+                    md_cell(f["fix"] or "-"),
+                    (f["command"] or "-").replace("`", "'"),
+                )
+            )
+        out.append("")
+    return out[:-1]

@@ -184,3 +184,23 @@ def test_every_value_is_escaped():
     root = html_dom.parse(html)
     assert root.all("img") == [] and len(root.all("script")) == 1 and root.one("h1").text == "<b>t</b>"
     assert "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in html and "&lt;b&gt;t&lt;/b&gt;" in html
+
+
+def test_the_failures_are_grouped_by_owner_each_with_its_fix_command():
+    owners = page().one("div", id="owners")
+    sections = owners.all("section")
+    assert [s.attrs["data-owner"] for s in sections] == ["node-os-team", "platform-team"]
+    first = sections[0].all("li")[0]
+    assert first.attrs["data-layer"] == "driver" and first.one("code").text
+
+
+def test_a_passing_fleet_has_no_owners_section():
+    hosts = {"a": {"node_name": "gpu-0", "nvidia_gpu": {"available": True, "gpu_count": 1}}}
+    nodes = {"gpu-0": {"allocatable": {"nvidia.com/gpu": 1}, "operands": {}, "ready": True, "gpu": {}}}
+    nodes["gpu-0"]["labels"] = {
+        "nvidia.com/gpu.present": "true",
+        "nvidia.com/gpu.product": "T4",
+        "nvidia.com/gpu.count": "1",
+    }
+    root = html_dom.parse(report(Summary().filters()["fleet_summary"](hosts, nodes)))
+    assert root.all("div", id="owners") == []

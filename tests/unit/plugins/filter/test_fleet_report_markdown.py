@@ -85,3 +85,16 @@ def test_the_report_ends_with_the_checks_legend_and_one_newline():
     assert md.endswith("monitoring = DCGM metrics (Prometheus) or exporter endpoints present.\n")
     assert "\nChecks: host = NVML on the host sees the GPUs; node = " in md
     assert not md.endswith("\n\n")
+
+
+def test_the_failures_are_grouped_by_owner_each_with_its_fix_and_command():
+    md = report(broken())
+    section = md[md.index("\n## Failures by owner\n") : md.index("\n## Failures\n")]
+    assert section.splitlines()[3] == "### node-os-team (driver)"
+    assert "- **gpu-2** at driver: NVML unavailable on the host: driver_not_loaded. Fix: " in section
+    assert "Run: `ssh c nvidia-smi`" in section
+    assert "\n### platform-team (device-plugin)\n\n- **gpu-1** at device-plugin: " in section
+
+
+def test_a_passing_fleet_has_no_owners_section():
+    assert "## Failures by owner" not in report(healthy())
