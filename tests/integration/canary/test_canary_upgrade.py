@@ -438,7 +438,7 @@ def test_nvidiadriver_mode_with_one_nvidiadriver_per_pool(clean):
         target = "610.95.01"
         r = clean.playbook(gpu_canary_upgrade_driver_version=target, gpu_canary_upgrade_waves=[1, "100%"])
         assert r.returncode == 0, r.output[-4000:]
-        assert "(nvidiadriver mode, new," in r.output
+        assert "; nvidiadriver mode, new," in r.output
         for name in names.values():
             assert "NVIDIADriver %s: set spec.version=%s" % (name, target) in r.output
             nvd = clean.custom.get_cluster_custom_object("nvidia.com", "v1alpha1", "nvidiadrivers", name)
