@@ -74,6 +74,13 @@ options:
     description: Namespace of the GPU Operator's operand pods (the commands in C(by_owner)).
     type: str
     default: gpu-operator
+  nri_plugin:
+    description:
+      - Whether the ClusterPolicy runs the toolkit's NRI plugin (C(cdi.nriPluginEnabled), the C(cdi.nri_plugin) of
+        M(gpuops.gpu_operator.gpu_cluster_info)'s C(cluster_policy)). Then no RuntimeClass or runtime handler is
+        expected, the toolkit layer is the ready toolkit pod, and a stuck operand sandbox points at its NRI plugin.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -89,7 +96,8 @@ _value:
       C(mode), C(allocatable), C(dra_devices), C(product), C(mig_config), C(smoke), C(checks) (outcome per check -
       V(pass), V(fail) or V(skipped)), C(verdict) (V(pass) or V(fail)), C(failing_layer), C(evidence) (of the
       failing layer) and C(findings) (C(check), C(layer), C(evidence), C(fix), lowest layer first)), C(passed),
-      C(failed), C(failed_by_layer), C(layers), C(checks), C(by_owner) and C(lines) (a plain-text table).
+      C(failed), C(failed_by_layer), C(layers), C(checks), C(toolkit_mode) (V(nri-plugin) with O(nri_plugin), else
+      V(runtime-handler)), C(by_owner) and C(lines) (a plain-text table).
     - C(by_owner) groups the failing nodes by the owner of their failing layer (O(routes)), the owner of the lowest
       layer first - C(owner), C(layers) and C(failures) (C(node), C(host), C(layer), C(evidence), C(fix) and
       C(command), the first command to run, as P(gpuops.gpu_operator.fleet_console#filter) prints it).
@@ -110,9 +118,10 @@ def _fleet_summary(
     dra=None,
     routes=None,
     operator_namespace="gpu-operator",
+    nri_plugin=False,
 ):
     summary = fleet_summary(
-        hosts, nodes, smoke, monitoring, mig_layouts, sandbox_events, dra, routes, operator_namespace
+        hosts, nodes, smoke, monitoring, mig_layouts, sandbox_events, dra, routes, operator_namespace, bool(nri_plugin)
     )
     summary["lines"] = summary_lines(summary)
     return summary

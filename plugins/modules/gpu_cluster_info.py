@@ -219,8 +219,10 @@ cluster_policy:
     - The ClusterPolicy the operator acts on (the first one by name that is not C(ignored)); null when there is none
       or the CRD is not installed (see RV(crds)).
     - Keys C(name), C(state), C(ready), C(conditions) (list of C(type), C(status), C(reason), C(message),
-      C(last_transition_time)), C(generation), C(creation_timestamp), C(namespace), C(mig_strategy), and C(driver)
-      with C(enabled), C(version), C(repository), C(use_nvidia_driver_crd), C(upgrade_policy).
+      C(last_transition_time)), C(generation), C(creation_timestamp), C(namespace), C(mig_strategy), C(driver)
+      with C(enabled), C(version), C(repository), C(use_nvidia_driver_crd), C(upgrade_policy), and C(cdi) with
+      C(enabled) (C(spec.cdi.enabled), null when unset) and C(nri_plugin) (C(spec.cdi.nriPluginEnabled) is true:
+      NRI plugin mode, no RuntimeClass and no runtime handler).
   returned: always
   type: dict
   sample: {name: cluster-policy, state: ready, ready: true, conditions: [], driver: {version: 550.127.08}}

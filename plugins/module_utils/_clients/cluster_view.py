@@ -261,6 +261,11 @@ def cluster_policy_view(policies):
                 "upgrade_policy": driver.get("upgradePolicy"),
             },
             "mig_strategy": (spec.get("mig") or {}).get("strategy"),
+            # NRI plugin mode (26.3+): the toolkit's NRI plugin injects the GPUs; no RuntimeClass, no runtime handler
+            "cdi": {
+                "enabled": (spec.get("cdi") or {}).get("enabled"),
+                "nri_plugin": (spec.get("cdi") or {}).get("nriPluginEnabled") is True,
+            },
             "namespace": (obj.get("status") or {}).get("namespace"),
         }
     )

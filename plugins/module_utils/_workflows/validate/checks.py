@@ -214,12 +214,15 @@ def node_findings(host, node, smoke=None, monitoring=None, mig_layouts=None, san
     return node_checks(host, node, smoke, monitoring, mig_layouts, sandbox_events, dra_summary)[1]
 
 
-def node_checks(host, node, smoke=None, monitoring=None, mig_layouts=None, sandbox_events=None, dra_summary=None):
+def node_checks(
+    host, node, smoke=None, monitoring=None, mig_layouts=None, sandbox_events=None, dra_summary=None, nri_plugin=False
+):
     """``(checks, findings)``: the outcome of each check by name (pass/fail/skipped) and the findings.
 
     A node in DRA mode (:func:`dra.dra_only`) runs the DRA checks instead of the allocatable one, a node in both
     modes runs both; ``dra_summary`` is gpu_cluster_info's cluster-wide ``dra`` (its missing DeviceClasses fail
-    every node using DRA)."""
+    every node using DRA); ``nri_plugin``: the ClusterPolicy's NRI plugin mode (the toolkit layer is its ready
+    toolkit pod, no runtime handler)."""
     nvml = host.get("nvidia_gpu") or {}
     outcome = {}
     findings = []
@@ -240,7 +243,7 @@ def node_checks(host, node, smoke=None, monitoring=None, mig_layouts=None, sandb
         outcome["allocatable"] = SKIP
     else:
         record("allocatable", _check_allocatable(nvml, node), ran=bool(nvml.get("available")) and not mig_enabled(node))
-    record("operands", check_operands(node, sandbox_events))
+    record("operands", check_operands(node, sandbox_events, nri_plugin))
     for name, found in (
         ("dra-plugin", dra.check_plugin(node)),
         ("dra-slices", dra.check_slices(node) + dra.check_classes(dra_summary)),

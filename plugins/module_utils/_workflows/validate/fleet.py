@@ -53,6 +53,7 @@ def fleet_summary(
     dra=None,
     routes=None,
     namespace="gpu-operator",
+    nri_plugin=False,
 ):
     """One row per host: the node's GPU view, the host's NVML view, each check and the verdict.
 
@@ -62,7 +63,9 @@ def fleet_summary(
     ``{"source": "endpoints", "service": <the exporter Service exists>, "endpoint_slices": [...]}`` (None: not
     checked); ``sandbox_events`` raw Event dicts; ``dra`` gpu_cluster_info's cluster-wide ``dra``; ``routes``
     layer -> owner over the default routes (``by_owner`` groups the failures by them); ``namespace`` the operator's
-    (the commands of ``by_owner``).
+    (the commands of ``by_owner``); ``nri_plugin`` the ClusterPolicy's NRI plugin mode (``cdi.nriPluginEnabled``:
+    the toolkit layer is the ready toolkit pod and its NRI plugin, no RuntimeClass or runtime handler is expected;
+    ``toolkit_mode`` says which).
     """
     routes = merged_routes(routes)
     per_node_monitoring = None
@@ -88,7 +91,7 @@ def fleet_summary(
         nvml = host.get("nvidia_gpu") or {}
         mon = None if per_node_monitoring is None else per_node_monitoring.get(node_name, empty)
         smoke_result = None if smoke is None else smoke.get(node_name, {"status": "failed", "reason": "not run"})
-        checks, findings = node_checks(host, node, smoke_result, mon, mig_layouts, events, dra)
+        checks, findings = node_checks(host, node, smoke_result, mon, mig_layouts, events, dra, nri_plugin)
         layer = failing_layer(findings)
         rows.append(
             {
@@ -123,6 +126,7 @@ def fleet_summary(
         "failed_by_layer": by_layer,
         "layers": list(LAYERS),
         "checks": [{"name": n, "description": d} for n, d in CHECKS],
+        "toolkit_mode": "nri-plugin" if nri_plugin else "runtime-handler",
         "by_owner": failures_by_owner(rows, nodes, routes, namespace),
     }
 

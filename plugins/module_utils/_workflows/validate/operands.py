@@ -60,8 +60,20 @@ def _pod_state(pod):
     return text
 
 
-def check_operands(node, sandbox_events=None):
-    """Findings for each operand pod that is not ready and each required operand that runs no pod on the node."""
+#: Where a stuck operand sandbox points, by how GPUs reach containers: the nvidia runtime handler the toolkit
+#: configures, or in NRI plugin mode (``cdi.nriPluginEnabled``) the toolkit pod's NRI plugin (no RuntimeClass).
+SANDBOX_FIX = {
+    False: "Check the container-toolkit pod and the nvidia runtime handler in the container runtime's "
+    "configuration on this node.",
+    True: "Check the container-toolkit pod on this node (in NRI plugin mode its NRI plugin injects the GPUs; there "
+    "is no RuntimeClass or runtime handler) and that NRI is enabled in the container runtime (gpu_host_facts "
+    "container_runtime.config.nri_enabled).",
+}
+
+
+def check_operands(node, sandbox_events=None, nri_plugin=False):
+    """Findings for each operand pod that is not ready and each required operand that runs no pod on the node;
+    ``nri_plugin``: the ClusterPolicy runs the toolkit's NRI plugin instead of a runtime handler."""
     operands = node.get("operands") or {}
     driver_ok = (operands.get("driver") or {}).get("ready", True)
     findings = []
@@ -74,13 +86,10 @@ def check_operands(node, sandbox_events=None):
         fix = "Read the logs of %s (kubectl logs --previous) and its events." % pod.get("name")
         if pod.get("waiting_reason") == "ContainerCreating" and component not in ("driver", "container-toolkit"):
             if driver_ok:
-                layer = "toolkit"  # operands run with the nvidia runtime handler that the toolkit configures
+                layer = "toolkit"  # operands get their GPUs through the toolkit (runtime handler or NRI plugin)
                 event = (sandbox_events or {}).get(pod.get("name"))
                 evidence += "; %s" % (event or "its sandbox cannot be created")
-                fix = (
-                    "Check the container-toolkit pod and the nvidia runtime handler in the container runtime's "
-                    "configuration on this node."
-                )
+                fix = SANDBOX_FIX[bool(nri_plugin)]
         elif layer is None and component == "operator-validator":
             layer = _validator_layer(pod)
         findings.append(finding("operands", layer or "toolkit", evidence, fix))

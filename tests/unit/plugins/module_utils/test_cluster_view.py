@@ -314,6 +314,14 @@ class TestCustomResources:
         assert view["driver"]["version"] == "550.127.08"
         assert view["driver"]["upgrade_policy"]["maxParallelUpgrades"] == 1
 
+    def test_nri_plugin_mode_is_read_from_the_cdi_spec_and_off_unless_set_true(self):
+        nri = cv.cluster_policy_view(
+            [cr("cluster-policy", "ready", spec={"cdi": {"enabled": True, "nriPluginEnabled": True}})]
+        )
+        assert nri["cdi"] == {"enabled": True, "nri_plugin": True}
+        plain = cv.cluster_policy_view([cr("cluster-policy", "ready")])
+        assert plain["cdi"] == {"enabled": None, "nri_plugin": False}
+
     def test_an_ignored_duplicate_policy_does_not_hide_the_active_one(self):
         view = cv.cluster_policy_view([cr("a-dup", "ignored"), cr("cluster-policy", "ready")])
         assert view["name"] == "cluster-policy" and view["ready"] is True

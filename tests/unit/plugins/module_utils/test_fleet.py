@@ -177,6 +177,29 @@ def test_operands_stuck_in_container_creating_name_the_toolkit_with_the_sandbox_
     assert 'no runtime for "nvidia"' in row["evidence"][0]
 
 
+def test_in_nri_plugin_mode_a_ready_toolkit_pod_proves_the_toolkit_layer_without_a_runtime_handler():
+    summary = fleet_summary({"h": host(nvml())}, {"gpu-0": node()}, nri_plugin=True)
+    assert summary["toolkit_mode"] == "nri-plugin" and summary["rows"][0]["verdict"] == "pass"
+    assert fleet_summary({"h": host(nvml())}, {"gpu-0": node()})["toolkit_mode"] == "runtime-handler"
+
+
+def test_in_nri_plugin_mode_a_stuck_operand_sandbox_points_at_the_nri_plugin_not_a_runtime_handler():
+    stuck = {"name": "nvidia-device-plugin-daemonset-x", "ready": False, "waiting_reason": "ContainerCreating"}
+    (handler,) = node_findings(host(nvml()), node(operands={"device-plugin": stuck}))
+    assert "nvidia runtime handler" in handler["fix"]
+    _checks, (nri,) = node_checks(host(nvml()), node(operands={"device-plugin": stuck}), nri_plugin=True)
+    assert (nri["check"], nri["layer"]) == ("operands", "toolkit")
+    assert "NRI plugin" in nri["fix"] and "nri_enabled" in nri["fix"] and "nvidia runtime handler" not in nri["fix"]
+
+
+def test_in_nri_plugin_mode_a_node_without_its_toolkit_pod_fails_at_the_toolkit_layer():
+    n = node(operands={})
+    del n["operands"]["container-toolkit"]
+    n["operands_missing"] = ["container-toolkit"]
+    _checks, findings = node_checks(host(nvml()), n, nri_plugin=True)
+    assert layers(findings) == ["toolkit"]
+
+
 def test_a_failing_validator_is_attributed_to_the_component_it_validates():
     validator = {
         "name": "nvidia-operator-validator-x",
