@@ -72,16 +72,23 @@ def containerd_summary(cfg):
         "nvidia_runtimes": handlers,
         "systemd_cgroup": cgroup if cgroup is not None else get_in(runtimes, "runc", "options", "SystemdCgroup"),
         "cdi_enabled": cri.get("enable_cdi"),
-        "nri_enabled": _containerd_nri(plugins),
+        "nri_enabled": _containerd_nri(plugins, version),
         "imports": cfg.get("imports") if isinstance(cfg.get("imports"), list) else [],
     }
 
 
-def _containerd_nri(plugins):
-    """True when the config has the NRI plugin's table without ``disable = true`` (containerd 1.7 ships it
-    disabled); False when the table is absent or disabled."""
-    nri = get_in(plugins, "io.containerd.nri.v1.nri")
-    return isinstance(nri, dict) and nri.get("disable") is not True
+def _containerd_nri(plugins, version):
+    """Whether containerd's NRI plugin is on: its table's ``disable``, else containerd's default - on from 2.0 (the
+    only containerd that reads a version 3 config), off in 1.7; None when a version 2 config leaves it to the
+    default (which containerd runs it is the node's containerRuntimeVersion; never False by guess)."""
+    disable = get_in(plugins, "io.containerd.nri.v1.nri", "disable")
+    if isinstance(disable, bool):
+        return not disable
+    return True if version == 3 else None
+
+
+def _bool_or_none(value):
+    return value if isinstance(value, bool) else None
 
 
 def crio_summary(cfg):
@@ -104,7 +111,8 @@ def crio_summary(cfg):
             if _is_nvidia(name, get_in(rt, "runtime_path"))
         },
         "cgroup_manager": manager,
-        "nri_enabled": get_in(cfg, "crio", "nri", "enable_nri") is True,
+        # unset: CRI-O's default, on from 1.30 (NRI plugin mode needs 1.34); None, not False
+        "nri_enabled": _bool_or_none(get_in(cfg, "crio", "nri", "enable_nri")),
     }
 
 

@@ -28,6 +28,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.bas
     na,
     ok,
     unknown,
+    unread,
 )
 
 #: Containerd paths the GPU Operator's toolkit must be told about on non-kubeadm distributions
@@ -48,6 +49,8 @@ _NRI_FIX = {
     "disabled) and restart containerd.",
     "cri-o": "Set enable_nri = true under [crio.nri] in %s or a crio.conf.d drop-in and restart crio.",
 }
+#: Runtime -> its NRI default when the config leaves NRI unset.
+_NRI_DEFAULT = {"containerd": "off in 1.7, on from 2.0", "cri-o": "on from 1.30"}
 _UPDATES = ("/etc/apt/apt.conf.d", "/etc/dnf", "/etc/systemd/system/timers.target.wants")
 
 
@@ -199,11 +202,19 @@ def _nri_enabled(ctx, opts):
         )
     if rt.get("config") is None:
         return unknown(ctx, "whether NRI is enabled in %s's config" % rt["name"], str(rt.get("config_path")))
-    if rt["config"].get("nri_enabled"):
+    enabled = rt["config"].get("nri_enabled")
+    fix = _NRI_FIX[rt["name"]] % (rt.get("template_path") or rt["config_path"])
+    if enabled:
         return ok("NRI is enabled in %s (%s)" % (rt["config_path"], rt["name"]))
+    if enabled is None:  # the config leaves it to the runtime's default, which depends on the version it runs
+        return unread(
+            "whether NRI is on: %s leaves it to %s's default (%s); runtime.nri_version judges the node's version"
+            % (rt["config_path"], rt["name"], _NRI_DEFAULT[rt["name"]]),
+            "Make it explicit: " + fix,
+        )
     return bad(
-        "NRI is not enabled in %s (%s): the operator's NRI plugin cannot inject GPUs" % (rt["config_path"], rt["name"]),
-        _NRI_FIX[rt["name"]] % (rt.get("template_path") or rt["config_path"]),
+        "NRI is disabled in %s (%s): the operator's NRI plugin cannot inject GPUs" % (rt["config_path"], rt["name"]),
+        fix,
     )
 
 

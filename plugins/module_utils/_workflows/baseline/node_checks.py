@@ -175,20 +175,36 @@ def _runtime_version(cluster, hosts, opts):
     )
 
 
+def _nri_left_off(rt, runtime_version):
+    """True when a host's containerd config leaves NRI to the default and the node runs containerd 1.x (off)."""
+    unset = rt.get("name") == "containerd" and rt.get("config") is not None and rt["config"].get("nri_enabled") is None
+    return unset and compat.version_tuple(runtime_version) < (2, 0)
+
+
 @check("runtime.nri_version", "cluster", "fail", "Each GPU node's runtime supports NRI plugin mode when it is on")
 def _nri_version(cluster, hosts, opts):
     if not opts["nri_plugin"]:
         return na("gpu_baseline_nri_plugin is false (cdi.nriPluginEnabled)")
-    wrong, seen, subjects, needs = [], 0, [], set()
+    wrong, seen, subjects, needs, left_off = [], 0, [], set(), False
     for h, node in sorted(_mapped_nodes(cluster, hosts).items()):
         if node is None or not node.get("container_runtime_version"):
             continue
         seen += 1
-        supported, need = compat.nri_runtime(opts["operator_version"], node["container_runtime_version"])
+        crv = node["container_runtime_version"]
+        supported, need = compat.nri_runtime(opts["operator_version"], crv)
+        rt = fact(hosts[h], "gpu_host", "container_runtime", default={}) or {}
         if not supported:
-            wrong.append("%s %s" % (node["name"], node["container_runtime_version"]))
-            subjects.append(h)
+            wrong.append("%s %s" % (node["name"], crv))
             needs.add(need)
+        elif _nri_left_off(rt, crv):
+            wrong.append(
+                "%s %s (its default leaves NRI off; %s does not enable it)" % (node["name"], crv, rt["config_path"])
+            )
+            needs.add("NRI enabled in containerd 1.7's config")
+            left_off = True
+        else:
+            continue
+        subjects.append(h)
     if not seen:
         return na("no node reports its container runtime")
     if not wrong:
@@ -196,6 +212,11 @@ def _nri_version(cluster, hosts, opts):
     return bad(
         "NRI plugin mode needs %s: %s" % ("; ".join(sorted(needs)), ", ".join(wrong)),
         "Upgrade the runtime as named (or the operator to 26.3.2+ for CRI-O), or install without "
-        "cdi.nriPluginEnabled (gpu_baseline_nri_plugin: false) to use the RuntimeClass.",
+        "cdi.nriPluginEnabled (gpu_baseline_nri_plugin: false) to use the RuntimeClass."
+        + (
+            " On containerd 1.7 enable NRI in the config named (runtime.nri_enabled gives the change)."
+            if left_off
+            else ""
+        ),
         subjects=subjects,
     )

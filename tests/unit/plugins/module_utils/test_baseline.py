@@ -94,6 +94,7 @@ OM = {"driver_policy": "operator-managed"}
 PRE = {"driver_policy": "preinstalled"}
 NRI = {"driver_policy": "operator-managed", "nri_plugin": True}
 GC = {"driver_policy": "preinstalled", "operator_mode": "gpucluster"}
+NRI_OFF = 'version = 2\n[plugins."io.containerd.nri.v1.nri"]\n  disable = true\n'  # as containerd 1.7 ships it
 NVRM = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  %s  Tue Sep 24 23:00:00 UTC 2024\n"
 OS_2004 = 'ID=ubuntu\nVERSION_ID="20.04"\nPRETTY_NAME="Ubuntu 20.04.6 LTS"\n'
 FM_WANTS = "etc/systemd/system/multi-user.target.wants/nvidia-fabricmanager.service"
@@ -145,7 +146,7 @@ HOST_CASES = {
         ),
     ),
     "runtime.nri_enabled": (
-        lambda t: (host_ctx(facts("ubuntu2204-kubeadm-containerd")), NRI),
+        lambda t: (host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", {"etc/containerd/config.toml": NRI_OFF})), NRI),
         lambda t: (host_ctx(facts("ubuntu2404-operator-driver-root")), NRI),
     ),
     "driver.library_mismatch": (
@@ -833,8 +834,9 @@ def test_nri_checks_do_not_apply_without_the_nri_plugin(tmp_path):
 )
 def test_nri_plugin_mode_needs_containerd_1_7_30_or_2_1_and_cri_o_1_34_from_operator_26_3_2(runtime, operator, passes):
     nodes = cluster([node("h100-0", runtime=runtime), node("h100-1", runtime=runtime)])
+    enabled = gpu_hosts(gpu_host=facts("ubuntu2404-operator-driver-root"))  # NRI on in its config
     r = by_id(
-        evaluate_cluster(nodes, gpu_hosts(), options(dict(NRI, operator_version=operator)))["results"],
+        evaluate_cluster(nodes, enabled, options(dict(NRI, operator_version=operator)))["results"],
         "runtime.nri_version",
     )
     assert r["status"] == ("pass" if passes else "fail"), r
@@ -850,17 +852,38 @@ def test_nri_version_names_what_each_runtime_needs():
     assert r["subjects"] == ["host-0", "host-1"]
 
 
-def test_nri_not_enabled_is_fixed_in_the_runtime_config_it_was_read_from(tmp_path):
+def test_nri_left_to_the_runtime_default_is_a_warning_on_the_host_and_the_node_version_decides(tmp_path):
     r = by_id(
         evaluate_host(host_ctx(facts("ubuntu2204-kubeadm-containerd")), options(NRI))["results"], "runtime.nri_enabled"
+    )
+    assert (r["status"], r["severity"]) == ("fail", "warn"), r
+    assert "leaves it to containerd's default (off in 1.7, on from 2.0)" in r["evidence"]
+    assert r["fix"].startswith('Make it explicit: Add [plugins."io.containerd.nri.v1.nri"] with disable = false')
+    unset = gpu_hosts()  # ubuntu2204-kubeadm-containerd: a version 2 config without the NRI table
+    old = cluster([node("h100-0", runtime="containerd://1.7.30"), node("h100-1", runtime="containerd://2.1.4")])
+    v = by_id(evaluate_cluster(old, unset, options(NRI))["results"], "runtime.nri_version")
+    assert v["status"] == "fail" and v["subjects"] == ["host-0"]
+    assert (
+        "h100-0 containerd://1.7.30 (its default leaves NRI off; /etc/containerd/config.toml does not" in v["evidence"]
+    )
+    assert "enable NRI in the config named" in v["fix"]
+    new = cluster([node("h100-0", runtime="containerd://2.2.0"), node("h100-1", runtime="containerd://2.1.4")])
+    assert by_id(evaluate_cluster(new, unset, options(NRI))["results"], "runtime.nri_version")["status"] == "pass"
+
+
+def test_nri_not_enabled_is_fixed_in_the_runtime_config_it_was_read_from(tmp_path):
+    r = by_id(
+        evaluate_host(
+            host_ctx(tree(tmp_path, "ubuntu2204-kubeadm-containerd", {"etc/containerd/config.toml": NRI_OFF})),
+            options(NRI),
+        )["results"],
+        "runtime.nri_enabled",
     )
     assert r["fix"].startswith(
         'Add [plugins."io.containerd.nri.v1.nri"] with disable = false to /etc/containerd/config.toml'
     )
     crio = evaluate_host(host_ctx(facts("rhel9-secureboot")), options(NRI))["results"]
-    assert by_id(crio, "runtime.nri_enabled")["fix"].startswith(
-        "Set enable_nri = true under [crio.nri] in /etc/crio/crio.conf"
-    )
+    assert "Set enable_nri = true under [crio.nri] in /etc/crio/crio.conf" in by_id(crio, "runtime.nri_enabled")["fix"]
     k3s = evaluate_host(host_ctx(facts("k3s-operator-driver")), options(NRI))["results"]
     assert "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl" in by_id(k3s, "runtime.nri_enabled")["fix"]
     docker_only = {"gpu_host": {"container_runtime": {"name": "docker"}}, "nvidia_gpu": nvml()}

@@ -341,20 +341,30 @@ def test_a_containerd_drop_in_overrides_the_base_key_by_key():
 
 
 @pytest.mark.parametrize(
-    "nri, enabled",
+    "version, nri, enabled",
     [
-        ('[plugins."io.containerd.nri.v1.nri"]\n  disable = false\n', True),
-        ('[plugins."io.containerd.nri.v1.nri"]\n  disable = true\n', False),  # as containerd 1.7 ships it
-        ("", False),
+        (2, '[plugins."io.containerd.nri.v1.nri"]\n  disable = false\n', True),
+        (2, '[plugins."io.containerd.nri.v1.nri"]\n  disable = true\n', False),  # as containerd 1.7 ships it
+        (2, "", None),  # containerd's default: off in 1.7, on from 2.0 - the node's runtime version decides
+        (2, '[plugins."io.containerd.nri.v1.nri"]\n  socket_path = "/var/run/nri/nri.sock"\n', None),
+        (3, "", True),  # a version 3 config is containerd 2.x, whose NRI is on unless disabled
+        (3, "[plugins.'io.containerd.nri.v1.nri']\n  disable = true\n", False),
     ],
 )
-def test_containerd_nri_is_enabled_by_its_plugin_table_without_disable(tmp_path, nri, enabled):
+def test_containerd_nri_follows_its_disable_setting_else_the_default_the_config_layout_implies(
+    tmp_path, version, nri, enabled
+):
     write(minimal(tmp_path), "etc/kubernetes/kubelet.conf", "")
-    write(tmp_path, "etc/containerd/config.toml", "version = 2\n" + nri)
-    assert hf.collect(str(tmp_path))["container_runtime"]["config"]["nri_enabled"] is enabled
+    write(tmp_path, "etc/containerd/config.toml", "version = %d\n" % version + nri)
+    f = hf.collect(str(tmp_path))
+    assert f["container_runtime"]["config"]["nri_enabled"] is enabled
+    assert f["container_runtime"]["config"]["version"] == version
 
 
-@pytest.mark.parametrize("nri, enabled", [("[crio.nri]\nenable_nri = true\n", True), ("", False)])
+@pytest.mark.parametrize(
+    "nri, enabled",
+    [("[crio.nri]\nenable_nri = true\n", True), ("[crio.nri]\nenable_nri = false\n", False), ("", None)],
+)
 def test_crio_nri_is_enabled_by_enable_nri_in_a_drop_in(tmp_path, nri, enabled):
     write(minimal(tmp_path), "etc/crio/crio.conf", '[crio.runtime]\ncgroup_manager = "systemd"\n')
     write(tmp_path, "etc/crio/crio.conf.d/10-nri.conf", nri)

@@ -144,7 +144,7 @@ def test_go_template_comments_in_a_k3s_template(tmp_path):
             "nvidia_runtimes": {},
             "systemd_cgroup": None,
             "cdi_enabled": None,
-            "nri_enabled": False,
+            "nri_enabled": None,
             "imports": [],
         },
     }
