@@ -65,6 +65,7 @@ def test_a_healthy_cluster_passes_every_node_and_reports_in_json_and_markdown(va
     rc, report, out = validate.run()
     assert rc == 0, out[-3000:]
     assert report["failed"] == 0 and report["passed"] == len(gpu_operator.gpu_nodes)
+    assert report["toolkit_mode"] == "runtime-handler"
     for row in report["rows"]:
         assert row["verdict"] == "pass", row
         assert row["checks"] == {
@@ -249,3 +250,35 @@ def test_check_mode_runs_no_smoke_pod_writes_nothing_to_the_cluster_and_still_re
     # kubernetes.core.k8s plans the node patches with server-side dry runs; nothing is persisted
     assert [e for e in testbed.audit_writes(mark) if "dryRun=All" not in e["requestURI"]] == []
     assert all(r["checks"]["smoke"] == "skipped" and r["verdict"] == "pass" for r in report["rows"])
+
+
+def test_in_nri_plugin_mode_a_healthy_node_passes_without_a_runtime_class(validate, gpu_operator, nodes):
+    """cdi.nriPluginEnabled: the operator keeps no RuntimeClass; the ready toolkit pod (its NRI plugin) proves the
+    toolkit layer and every node passes. The ClusterPolicy's cdi is restored afterwards."""
+    from kubernetes import client
+
+    op = gpu_operator
+    rc_api = client.NodeV1Api(op.api)
+    names = {r.metadata.name for r in rc_api.list_runtime_class().items}
+    assert "nvidia" in names, "the operator keeps RuntimeClass nvidia outside NRI plugin mode"
+    before = dict(op.cp()["spec"].get("cdi") or {})
+    op.patch_cp({"cdi": {"enabled": True, "nriPluginEnabled": True}})
+    try:
+        wait_for(
+            lambda: "nvidia" not in {r.metadata.name for r in rc_api.list_runtime_class().items},
+            60,
+            what="RuntimeClass nvidia gone in NRI plugin mode",
+        )
+        op.wait_healthy(timeout=120)
+        rc, report, out = validate.run()
+        assert rc == 0, out[-3000:]
+        assert report["toolkit_mode"] == "nri-plugin"
+        assert report["failed"] == 0 and report["passed"] == len(op.gpu_nodes)
+        assert all(r["checks"]["operands"] == "pass" and r["checks"]["smoke"] == "pass" for r in report["rows"])
+    finally:
+        op.patch_cp({"cdi": dict({"nriPluginEnabled": None}, **before)})
+    wait_for(
+        lambda: "nvidia" in {r.metadata.name for r in rc_api.list_runtime_class().items},
+        60,
+        what="RuntimeClass nvidia back outside NRI plugin mode",
+    )

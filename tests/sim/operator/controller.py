@@ -654,9 +654,18 @@ class Controller:
                         log.warning("delete DaemonSet %s: %s", nm, exc.reason)
 
     def _ensure_runtime_class(self, cp, spec) -> None:
-        """The RuntimeClass the toolkit registers (spec.operator.runtimeClass, default nvidia), owned by the policy."""
+        """The RuntimeClass the toolkit registers (spec.operator.runtimeClass, default nvidia), owned by the policy;
+        none in NRI plugin mode (cdi.nriPluginEnabled: the toolkit's NRI plugin injects the GPUs), where the one
+        this policy owns is deleted."""
         name = (spec.get("operator") or {}).get("runtimeClass") or "nvidia"
         key = ("runtimeclass", name, cp["metadata"].get("uid"))
+        dropped = ("runtimeclass-dropped",) + key[1:]
+        if (spec.get("cdi") or {}).get("nriPluginEnabled") is True:
+            if dropped not in self.events_sent:
+                self.events_sent.discard(key)
+                self._drop_runtime_class(cp, name, dropped)
+            return
+        self.events_sent.discard(dropped)
         if key in self.events_sent:
             return
         body = {
@@ -673,6 +682,21 @@ class Controller:
             lambda: node_api.create_runtime_class(body),
             lambda: node_api.read_runtime_class(name),
         )
+
+    def _drop_runtime_class(self, cp, name, done) -> None:
+        """Delete RuntimeClass ``name`` when this policy owns it (never one someone else made); ``done`` is recorded
+        once it is gone or not ours, so later passes send no request."""
+        node_api = client.NodeV1Api(self.api)
+        try:
+            owners = node_api.read_runtime_class(name).metadata.owner_references or []
+            if any(o.uid == cp["metadata"].get("uid") for o in owners):
+                node_api.delete_runtime_class(name)
+                log.info("deleted RuntimeClass %s (NRI plugin mode)", name)
+        except ApiException as exc:
+            if exc.status != 404:
+                log.warning("delete RuntimeClass %s: %s", name, exc.reason)
+                return
+        self.events_sent.add(done)
 
     def _ensure_dcgm_service(self, cp, ns) -> None:
         # Keyed by the policy's uid: a reinstalled policy (its old Service garbage-collected) gets a new one.
