@@ -221,7 +221,7 @@ cluster_policy:
     - Keys C(name), C(state), C(ready), C(conditions) (list of C(type), C(status), C(reason), C(message),
       C(last_transition_time)), C(generation), C(creation_timestamp), C(namespace), C(mig_strategy), C(driver)
       with C(enabled), C(version), C(repository), C(use_nvidia_driver_crd), C(upgrade_policy), and C(cdi) with
-      C(enabled) (C(spec.cdi.enabled), null when unset) and C(nri_plugin) (C(spec.cdi.nriPluginEnabled) is true:
+      C(enabled) (C(spec.cdi.enabled), null when unset) and C(nri_plugin) (C(spec.cdi.nriPluginEnabled) is true -
       NRI plugin mode, no RuntimeClass and no runtime handler).
   returned: always
   type: dict
