@@ -22,8 +22,9 @@ description:
   - Each node that is not left alone gets an admission record, written as a compact JSON annotation only when it
     changed - C(v) (1), C(state) (V(held) or V(admitted)), C(layer) and C(evidence) (the failing layer and its first
     evidence), C(driver) (C(strategy) - V(operator) or V(preinstalled) - and C(version)), C(runtime) (C(toolkit) -
-    V(operator) or V(host) - and C(mode), how GPUs reach pods), C(checked) (the GPU labels checked and the node's
-    known taints) and C(passed) (the date of the last pass, kept while the node fails).
+    V(operator) or V(host) -, C(mode), how GPUs reach pods, C(injection) - the summary's C(toolkit_mode),
+    V(runtime-handler) or V(nri-plugin) - and C(cdi), whether the ClusterPolicy enables CDI), C(checked) (the GPU
+    labels checked and the node's known taints) and C(passed) (the date of the last pass, kept while the node fails).
   - The C(gpuops.gpu_operator.gpu_validate) role uses it with C(gpu_validate_admission).
 options:
   _input:
@@ -54,6 +55,11 @@ options:
     type: list
     elements: str
     default: [nvidia.com/gpu]
+  cluster_policy:
+    description:
+      - The C(cluster_policy) result of M(gpuops.gpu_operator.gpu_cluster_info); its C(cdi.enabled) is recorded as
+        C(runtime.cdi) (null when unknown).
+    type: dict
 seealso:
   - plugin: gpuops.gpu_operator.fleet_summary
     plugin_type: filter
@@ -102,7 +108,10 @@ def _admission_plan(
     annotation=DEFAULT_ANNOTATION,
     today=None,
     known_taints=("nvidia.com/gpu",),
+    cluster_policy=None,
 ):
+    cdi = (cluster_policy or {}).get("cdi") or {}
+    runtime = {"injection": summary.get("toolkit_mode"), "cdi": cdi.get("enabled")}
     plan = admission_plan(
         summary.get("rows") or [],
         nodes or {},
@@ -110,6 +119,7 @@ def _admission_plan(
         annotations_by_node(node_objects, annotation),
         today,
         tuple(known_taints or ()),
+        runtime,
     )
     plan["report"] = plan_report(plan)
     plan["lines"] = plan_lines(plan)

@@ -88,8 +88,10 @@ def _previous_pass(text):
     return None
 
 
-def admission_record(row, node, taint_key, today=None, previous=None, known_taints=()):
-    """The admission record of one validated node (a dict; :func:`record_text` writes it)."""
+def admission_record(row, node, taint_key, today=None, previous=None, known_taints=(), cluster_runtime=None):
+    """The admission record of one validated node (a dict; :func:`record_text` writes it); ``cluster_runtime``:
+    ``{injection, cdi}``, how the toolkit injects GPUs cluster-wide (``runtime-handler`` or ``nri-plugin``) and
+    whether CDI is on (None: unknown)."""
     passed = row.get("verdict") == PASS
     evidence = (row.get("evidence") or [None])[0]
     operands = node.get("operands") or {}
@@ -103,7 +105,12 @@ def admission_record(row, node, taint_key, today=None, previous=None, known_tain
             "strategy": driver_strategy(node),
             "version": row.get("driver_version") or (node.get("gpu") or {}).get("driver_version"),
         },
-        "runtime": {"toolkit": "operator" if "container-toolkit" in operands else "host", "mode": mode},
+        "runtime": {
+            "toolkit": "operator" if "container-toolkit" in operands else "host",
+            "mode": mode,
+            "injection": (cluster_runtime or {}).get("injection"),
+            "cdi": (cluster_runtime or {}).get("cdi"),
+        },
         "checked": {
             "labels": list(DRA_REQUIRED_LABELS if mode == "dra" else REQUIRED_LABELS),
             "taints": sorted(
@@ -128,14 +135,16 @@ def admission_plan(
     annotations=None,
     today=None,
     known_taints=("nvidia.com/gpu",),
+    cluster_runtime=None,
 ):
     """What the gate does: ``{nodes, taint, untaint, annotate, counts, taint_key}``.
 
     ``rows``: fleet_summary's rows; ``nodes``: gpu_cluster_info's nodes (taints, unschedulable, operands, mode);
     ``annotations``: node name -> its current admission annotation (text; missing: none); ``today``: the date a
-    pass records. ``nodes`` of the result maps each validated node to ``{action, reason, layer, record}``;
-    ``taint`` and ``untaint`` list the nodes whose taint changes, ``annotate`` the records that change (node ->
-    text); a node the cluster does not know is not in the plan (its row fails at layer node).
+    pass records; ``cluster_runtime``: see :func:`admission_record`. ``nodes`` of the result maps each validated
+    node to ``{action, reason, layer, record}``; ``taint`` and ``untaint`` list the nodes whose taint changes,
+    ``annotate`` the records that change (node -> text); a node the cluster does not know is not in the plan (its
+    row fails at layer node).
     """
     annotations = annotations or {}
     plan = {"nodes": {}, "taint": [], "untaint": [], "annotate": {}, "taint_key": taint_key}
@@ -163,7 +172,7 @@ def admission_plan(
         elif entry["action"] == ADMIT:
             plan["untaint"].append(name)
         previous = annotations.get(name)
-        entry["record"] = admission_record(row, node, taint_key, today, previous, known_taints)
+        entry["record"] = admission_record(row, node, taint_key, today, previous, known_taints, cluster_runtime)
         text = record_text(entry["record"])
         if text != previous:
             plan["annotate"][name] = text
@@ -180,10 +189,8 @@ def plan_lines(plan):
         LEFT_ALONE: "left alone",
     }
     counts = plan["counts"]
-    lines = [
-        "admission (%s): %s"
-        % (plan["taint_key"], ", ".join("%d %s" % (counts[a], a.replace("_", " ")) for a in ACTIONS if counts[a]))
-    ]
+    done = ", ".join("%d %s" % (counts[a], a.replace("_", " ")) for a in ACTIONS if counts[a])
+    lines = ["admission (%s): %s" % (plan["taint_key"], done or "no validated node the cluster knows")]
     for name, entry in sorted(plan["nodes"].items()):
         if entry["action"] != ADMITTED:
             lines.append("%s: %s - %s" % (name, words[entry["action"]], entry["reason"]))

@@ -84,7 +84,10 @@ def test_the_gpu_nodes_own_taint_and_a_prefer_no_schedule_taint_do_not_count_as_
 
 
 def test_a_node_the_cluster_does_not_know_is_not_in_the_plan():
-    assert plan([row("gone", "node")], {})["nodes"] == {}
+    p = plan([row("gone", "node")], {})
+    assert p["nodes"] == {} and plan_lines(p) == [
+        "admission (gpuops.io/unvalidated): no validated node the cluster knows"
+    ]
 
 
 def test_a_held_node_records_its_layer_evidence_driver_and_runtime():
@@ -96,11 +99,22 @@ def test_a_held_node_records_its_layer_evidence_driver_and_runtime():
         "layer": "driver",
         "evidence": "x" * 200,
         "driver": {"strategy": "preinstalled", "version": "570.124.06"},
-        "runtime": {"toolkit": "operator", "mode": "dra"},
+        "runtime": {"toolkit": "operator", "mode": "dra", "injection": None, "cdi": None},
         "checked": {"labels": ["nvidia.com/gpu.present"], "taints": []},
         "passed": None,
     }
     assert json.loads(p["annotate"]["a"]) == record and " " not in p["annotate"]["a"]
+
+
+def test_the_record_says_how_the_toolkit_injects_gpus_and_whether_cdi_is_on():
+    runtime = {"injection": "nri-plugin", "cdi": True}
+    p = admission_plan([row("a")], {"a": node()}, KEY, today=TODAY, cluster_runtime=runtime)
+    assert p["nodes"]["a"]["record"]["runtime"] == {
+        "toolkit": "operator",
+        "mode": "extended-resource",
+        "injection": "nri-plugin",
+        "cdi": True,
+    }
 
 
 def test_a_pass_records_the_date_and_a_later_failure_keeps_it():
@@ -135,12 +149,14 @@ def test_the_filter_reads_the_records_from_the_node_objects_and_the_report_follo
     hosts, nodes = mixed_fleet()
     summary = mixed_summary()
     failing = next(r["node"] for r in summary["rows"] if r["verdict"] == "fail")
-    first = admission_filter(summary, nodes, today=TODAY)
+    policy = {"cdi": {"enabled": True, "nri_plugin": False}}
+    first = admission_filter(summary, nodes, today=TODAY, cluster_policy=policy)
+    assert first["nodes"][failing]["record"]["runtime"]["cdi"] is True
     assert failing in first["taint"] and first["lines"][0].startswith("admission (gpuops.io/unvalidated): ")
     objects = [
         {"metadata": {"name": n, "annotations": {"gpuops.io/admission": t}}} for n, t in first["annotate"].items()
     ]
-    again = admission_filter(summary, nodes, node_objects=objects, today=TODAY)
+    again = admission_filter(summary, nodes, node_objects=objects, today=TODAY, cluster_policy=policy)
     assert again["annotate"] == {}
     document = json.loads(report_json(dict(summary, admission=first["report"]), generated="2026-12-05T00:00:00Z"))
     jsonschema.Draft202012Validator(SCHEMA).validate(document)
