@@ -1,4 +1,4 @@
-"""python -m tests.sim up|down|status|inventory: the gpuops test bed (see docs/testbed.md)."""
+"""python -m tests.sim up|down|status|inventory|join|leave: the gpuops test bed (see docs/testbed.md)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import profiles, testbed
+from . import join, profiles, testbed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,7 +28,12 @@ def main(argv: list[str] | None = None) -> int:
     p_inv.add_argument("--profile", help="profile to describe when the test bed is not up (default: demo)")
     p_val = sub.add_parser("validate", help="check a profile and print its node count")
     p_val.add_argument("profile")
-    for p in (p_up, sub.choices["down"], sub.choices["status"], p_inv, p_val):
+    p_join = sub.add_parser("join", help="one more node of a GPU pool joins the running test bed (tests/sim/join.py)")
+    p_join.add_argument("pool")
+    p_join.add_argument("--taint", action="append", default=[], help="KEY[=VALUE]:EFFECT, as --register-with-taints")
+    p_leave = sub.add_parser("leave", help="the last node that joined a GPU pool leaves the test bed")
+    p_leave.add_argument("pool")
+    for p in (p_up, sub.choices["down"], sub.choices["status"], p_inv, p_val, p_join, p_leave):
         p.add_argument("--state-dir", type=Path, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:
@@ -40,6 +45,10 @@ def main(argv: list[str] | None = None) -> int:
             return testbed.status(args.state_dir)
         elif args.cmd == "inventory":
             sys.stdout.write(testbed.inventory(args.state_dir, args.profile))
+        elif args.cmd == "join":
+            print(join.join(args.state_dir, args.pool, args.taint))
+        elif args.cmd == "leave":
+            print(join.leave(args.state_dir, args.pool))
         elif args.cmd == "validate":
             prof = profiles.load(args.profile)
             print(f"profile {prof.name}: {prof.node_count} nodes in {len(prof.pools)} pools")

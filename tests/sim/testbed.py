@@ -837,8 +837,9 @@ def inventory(state_dir: Path | str = DEFAULT_STATE, profile: str | None = None)
     prof = profiles.load(profile or state.data.get("profile_source") or state.data.get("profile") or "demo")
     sdir = state.dir
     hosts = {}
+    joined = state.data.get("joined") or {}  # nodes added by `python -m tests.sim join` (tests/sim/join.py)
     for pool in prof.gpu_pools():
-        for name in pool.node_names():
+        for name in [f"{pool.name}-{i}" for i in range(pool.count + int(joined.get(pool.name, 0)))]:
             h = {
                 "ansible_connection": "local",
                 "ansible_python_interpreter": sys.executable,

@@ -134,3 +134,25 @@ def test_check_mode_shows_who_would_be_held_or_admitted_and_writes_nothing(valid
         assert (KEY, "NoSchedule") in _taints(op, a)
     finally:
         op.core.patch_node(t4, {"spec": {"unschedulable": None}})
+
+
+def test_a_new_node_joins_held_and_is_admitted_once_it_passes(validate, gpu_operator, testbed, gated):
+    op = gpu_operator
+    joined = testbed.cli("join", "t4", "--taint", f"{KEY}:NoSchedule")
+    assert joined.returncode == 0, joined.stderr
+    new = joined.stdout.strip()
+    try:
+        assert new == "t4-1" and (KEY, "NoSchedule") in _taints(op, new)
+        validate.inventory.write_text(testbed.cli("inventory").stdout)
+        # the operands tolerate the admission taint: the held node gets its GPU stack
+        wait_for(lambda: op.alloc(new) == "1", 90, what=f"{new} advertises its GPU")
+        rc, report, out = validate.run(**GATE)
+        assert rc == 0, out[-3000:]
+        assert report["admission"]["nodes"][new]["action"] == "admit", out[-3000:]
+        assert (KEY, "NoSchedule") not in _taints(op, new) and _record(op, new)["state"] == "admitted"
+    finally:
+        left = testbed.cli("leave", "t4")
+        validate.inventory.write_text(testbed.cli("inventory").stdout)
+        assert left.returncode == 0 and left.stdout.strip() == new, left.stderr
+        # the garbage collector removes the operand pods of the deleted node, so later specs see the bed as it was
+        wait_for(lambda: not op.pods(node=new), 90, what=f"the operand pods of {new} gone")
