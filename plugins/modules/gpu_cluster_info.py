@@ -71,6 +71,18 @@ options:
         in GPUCluster mode.
     type: str
     default: gpu.nvidia.com
+  node_detail:
+    description:
+      - Which nodes RV(nodes) describes in full. RV(node_summary) and RV(totals) cover every node whatever the
+        choice, and the requests made are the same.
+      - V(all) - every node (the full shape, several kilobytes per node; about 4 MB of JSON for 1,000 nodes).
+      - V(problems) - only the nodes whose RV(node_summary) C(problems) is not empty (not Ready, cordoned, operands
+        not ready or missing, a failed driver upgrade, a DRA problem); for fleets, where Ansible serialises and
+        registers every byte a module returns.
+      - V(none) - no node; RV(node_summary) and RV(totals) only.
+    type: str
+    choices: [all, problems, none]
+    default: all
 notes:
   - RV(nodes) is a dictionary keyed by node name so that a play can look a node up with
     C(result.nodes[inventory_hostname]); iterate with C(result.nodes | dict2items) (C(item.key) is the node's name,
@@ -114,6 +126,16 @@ EXAMPLES = r"""
   loop_control:
     label: "{{ item.key }}"
 
+- name: A thousand-node fleet - full detail only for the nodes with a problem
+  gpuops.gpu_operator.gpu_cluster_info:
+    node_detail: problems
+  register: fleet
+
+- name: Every GPU node is ready
+  ansible.builtin.assert:
+    that: fleet.totals.nodes_operands_ready == fleet.totals.nodes
+    fail_msg: "{{ fleet.node_summary | dict2items | selectattr('value.problems') | map(attribute='key') | list }}"
+
 - name: Nodes whose driver upgrade failed
   ansible.builtin.debug:
     msg: "{{ gpu_info.nodes | dict2items | selectattr('value.upgrade_state', 'equalto', 'upgrade-failed')
@@ -123,7 +145,8 @@ EXAMPLES = r"""
 RETURN = r"""
 nodes:
   description:
-    - GPU nodes keyed by node name (see O(label_selector) for which nodes).
+    - GPU nodes keyed by node name (see O(label_selector) for which nodes); with O(node_detail=problems) only
+      those with a problem, with O(node_detail=none) none.
     - Each value has C(name); C(gpu) (from labels - C(present), C(product), C(count), C(memory_mib), C(family),
       C(replicas), C(sharing_strategy), C(driver_version), C(cuda_runtime_version), and C(mig) with C(capable),
       C(strategy), C(config), C(config_state), C(types)); C(capacity) and C(allocatable) (only C(nvidia.com/gpu) and
@@ -214,6 +237,22 @@ nodes:
         devices_tainted: 0
         devices_free: 7
         problems: []
+node_summary:
+  description:
+    - Every GPU node (whatever O(node_detail)) keyed by node name, in a few fields - C(mode), C(ready),
+      C(unschedulable), C(operands_ready) (as in RV(nodes)), C(gpu_capacity) and C(gpu_allocatable) (the
+      C(nvidia.com/gpu) resource, null when not advertised), C(dra_devices) (DRA devices published), and
+      C(problems).
+    - C(problems) lists, in this order, V(not-ready), V(unschedulable) (cordoned), V(operands-not-ready),
+      V(operands-missing), V(upgrade-failed) (driver upgrade state) and V(dra) (the node's C(dra.problems) is not
+      empty) where they apply; empty for a healthy node.
+  returned: always
+  type: dict
+  sample:
+    gpu-h100-0: {mode: extended-resource, ready: true, unschedulable: false, operands_ready: true, gpu_capacity: 8,
+                 gpu_allocatable: 8, dra_devices: 0, problems: []}
+    gpu-h100-1: {mode: extended-resource, ready: true, unschedulable: true, operands_ready: false, gpu_capacity: 8,
+                 gpu_allocatable: 8, dra_devices: 0, problems: [unschedulable, operands-not-ready]}
 cluster_policy:
   description:
     - The ClusterPolicy the operator acts on (the first one by name that is not C(ignored)); null when there is none
@@ -266,7 +305,8 @@ dra:
            allocated_claims: [ml/train-0-gpu-x7k2p], problems: []}
 totals:
   description:
-    - Fleet totals over RV(nodes) - C(nodes), C(nodes_ready), C(nodes_unschedulable), C(nodes_operands_ready),
+    - Fleet totals over every GPU node (RV(node_summary), whatever O(node_detail)) - C(nodes), C(nodes_ready),
+      C(nodes_unschedulable), C(nodes_operands_ready),
       C(gpu_capacity), C(gpu_allocatable), C(mig_capacity) and C(mig_allocatable) (by resource name),
       C(products), C(driver_versions) and C(upgrade_states) (node counts by value), C(operand_pods),
       C(operand_pods_not_ready), C(operand_pods_unscheduled), C(modes) (node counts by C(mode)), C(dra_devices),
@@ -282,7 +322,10 @@ api_requests:
 """
 
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import cluster_view
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
+    NODE_DETAIL,
+    cluster_view,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_lists import read_index
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import DRIVER
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import KUBERNETES, module_client
@@ -298,12 +341,15 @@ def argspec():
             "operator_namespace": {"type": "str", "default": "gpu-operator"},
             "page_size": {"type": "int", "default": 2000},
             "dra_driver": {"type": "str", "default": DRIVER},
+            "node_detail": {"type": "str", "choices": list(NODE_DETAIL), "default": "all"},
         }
     )
     return spec
 
 
-def gather(client, label_selector=None, operator_namespace="gpu-operator", page_size=2000, dra_driver=DRIVER):
+def gather(
+    client, label_selector=None, operator_namespace="gpu-operator", page_size=2000, dra_driver=DRIVER, node_detail="all"
+):
     """All LISTs the view needs, then the view itself. ``client`` is a ``_clients.k8s.K8sClient``."""
     version = client.version()
     nodes = client.list_core("nodes", label_selector=label_selector, page_size=page_size)
@@ -311,7 +357,9 @@ def gather(client, label_selector=None, operator_namespace="gpu-operator", page_
     policies = client.list_custom("nvidia.com", "v1", "clusterpolicies", page_size=page_size)
     drivers = client.list_custom("nvidia.com", "v1alpha1", "nvidiadrivers", page_size=page_size)
     dra = read_index(client, dra_driver, page_size=page_size)
-    result = cluster_view(nodes, pods, policies, drivers, gpu_nodes_only=not label_selector, dra=dra)
+    result = cluster_view(
+        nodes, pods, policies, drivers, gpu_nodes_only=not label_selector, dra=dra, node_detail=node_detail
+    )
     result["kubernetes_version"] = version
     result["api_requests"] = client.requests
     return result
@@ -326,6 +374,7 @@ def execute_module(module):
         operator_namespace=module.params["operator_namespace"],
         page_size=module.params["page_size"],
         dra_driver=module.params["dra_driver"],
+        node_detail=module.params["node_detail"],
     )
     result["changed"] = False
     return result

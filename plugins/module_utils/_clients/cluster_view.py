@@ -28,6 +28,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.opera
     operand_ok,
     operands_by_node,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
     is_true,
     labels_of,
@@ -340,13 +341,55 @@ def totals(nodes, unscheduled_operands=()):
     return out
 
 
-def cluster_view(nodes, pods, cluster_policies=None, nvidia_drivers=None, gpu_nodes_only=True, dra=None):
+#: How much per-node detail the view keeps in ``nodes``: every node, only the nodes with a problem
+#: (:func:`node_problems`), or none; ``node_summary`` and ``totals`` always cover every node.
+NODE_DETAIL = ("all", "problems", "none")
+
+
+def node_problems(view):
+    """Why a node view needs a closer look, as short codes in a fixed order; empty for a healthy node."""
+    checks = (
+        ("not-ready", not view["ready"]),
+        ("unschedulable", view["unschedulable"]),
+        ("operands-not-ready", not view["operands_ready"]),
+        ("operands-missing", bool(view["operands_missing"])),
+        ("upgrade-failed", view["upgrade_state"] == "upgrade-failed"),
+        ("dra", bool(view["dra"]["problems"])),
+    )
+    return [code for code, failing in checks if failing]
+
+
+def node_summary(view):
+    """The compact line of one node view: mode, readiness, GPU counts and :func:`node_problems`."""
+    return {
+        "mode": view["mode"],
+        "ready": view["ready"],
+        "unschedulable": view["unschedulable"],
+        "operands_ready": view["operands_ready"],
+        "gpu_capacity": view["capacity"].get(GPU_RESOURCE),
+        "gpu_allocatable": view["allocatable"].get(GPU_RESOURCE),
+        "dra_devices": view["dra"]["devices_total"],
+        "problems": node_problems(view),
+    }
+
+
+def _detailed(views, summaries, node_detail):
+    if node_detail not in NODE_DETAIL:
+        raise ArgumentError("node_detail must be one of %s, not %r" % (", ".join(NODE_DETAIL), node_detail))
+    keep = {"all": lambda v: True, "problems": lambda v: summaries[v["name"]]["problems"], "none": lambda v: False}
+    return {v["name"]: v for v in views if keep[node_detail](v)}
+
+
+def cluster_view(
+    nodes, pods, cluster_policies=None, nvidia_drivers=None, gpu_nodes_only=True, dra=None, node_detail="all"
+):
     """Everything the module returns except request counts and the server version.
 
     ``nodes`` and ``pods`` are lists of raw dicts; ``cluster_policies``/``nvidia_drivers`` are lists or
     None (None: the CRD is not installed); ``dra``: a ``dra_view.DraIndex`` (None: DRA not read). With
     ``gpu_nodes_only`` nodes failing :func:`is_gpu_node` are dropped (used when no label selector narrowed the
-    LIST server-side); a node that publishes DRA devices counts as a GPU node.
+    LIST server-side); a node that publishes DRA devices counts as a GPU node. ``node_detail`` (one of
+    :data:`NODE_DETAIL`) picks the nodes whose full view is kept in ``nodes``.
     """
     dra = dra or DraIndex(None)
     by_node, unscheduled = operands_by_node(pods)
@@ -358,8 +401,10 @@ def cluster_view(nodes, pods, cluster_policies=None, nvidia_drivers=None, gpu_no
         views.append(node_view(node, by_node.get(name_of(node)), required, dra))
     views.sort(key=lambda v: v["name"] or "")
     peer_shortfalls(views)
+    summaries = {v["name"]: node_summary(v) for v in views}
     return {
-        "nodes": {v["name"]: v for v in views},
+        "nodes": _detailed(views, summaries, node_detail),
+        "node_summary": summaries,
         "cluster_policy": cluster_policy_view(cluster_policies),
         "nvidia_drivers": sorted((nvidia_driver_view(d) for d in nvidia_drivers or []), key=lambda d: d["name"] or ""),
         "crds": {

@@ -68,6 +68,23 @@ def test_reads_only_and_in_a_bounded_number_of_requests(testbed, default_run):
     ), "one GET per node is what this module avoids"
 
 
+def test_node_detail_problems_details_only_the_nodes_with_a_problem_and_summarises_every_node(run_info, default_run):
+    result, _unused = default_run
+    fleet = run_info(node_detail="problems")
+    summary = fleet["node_summary"]
+    assert set(summary) == set(result["nodes"]), "the summary covers every GPU node"
+    for name, node in result["nodes"].items():
+        assert summary[name]["ready"] is node["ready"]
+        assert summary[name]["operands_ready"] is node["operands_ready"]
+        assert summary[name]["gpu_allocatable"] == node["allocatable"].get("nvidia.com/gpu")
+        assert ("operands-not-ready" in summary[name]["problems"]) is not node["operands_ready"]
+    assert set(fleet["nodes"]) == {name for name, line in summary.items() if line["problems"]}
+    for name, node in fleet["nodes"].items():
+        assert node["name"] == name and "operands" in node, "a node with a problem keeps its full view"
+    assert fleet["totals"]["nodes"] == result["totals"]["nodes"]
+    assert fleet["api_requests"] == result["api_requests"], "the same requests whatever the detail"
+
+
 def test_kubernetes_version_and_crd_presence_are_reported(testbed, default_run):
     from kubernetes import client
 

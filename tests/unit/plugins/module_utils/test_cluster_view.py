@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients import cluster_view as cv
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients import operand_pods as op
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
 
 # ------------------------------------------------------------------------------------------------
 # Builders for raw API objects
@@ -379,3 +382,64 @@ class TestTotals:
         pods = [pod("%s-%d" % (a, i), "g%04d" % i, a) for i in range(1000) for a in apps]
         result = cv.cluster_view(nodes, pods)
         assert result["totals"]["nodes"] == 1000 and result["totals"]["operand_pods"] == 7000
+
+
+# ------------------------------------------------------------------------------------------------
+# node_detail: the compact summary of every node, full detail where asked
+
+
+def healthy_gpu_node(name, **kw):
+    """A labelled GPU node with its one required operand running (see ``healthy_pods``)."""
+    labels = dict({"nvidia.com/gpu.deploy.device-plugin": "true"}, **kw.pop("labels", {}))
+    return gpu_node(name, labels=labels, **kw)
+
+
+def healthy_pods(*names):
+    return [pod("nvidia-device-plugin-daemonset-%s" % n, n, "nvidia-device-plugin-daemonset") for n in names]
+
+
+class TestNodeDetail:
+    def test_a_healthy_node_has_no_problem(self):
+        view = cv.cluster_view([healthy_gpu_node("g0")], healthy_pods("g0"))
+        assert view["node_summary"]["g0"] == {
+            "mode": "extended-resource",
+            "ready": True,
+            "unschedulable": False,
+            "operands_ready": True,
+            "gpu_capacity": 8,
+            "gpu_allocatable": 8,
+            "dra_devices": 0,
+            "problems": [],
+        }
+
+    def test_each_problem_has_its_code_in_a_fixed_order(self):
+        nodes = [
+            healthy_gpu_node("down", ready="False", unschedulable=True),
+            healthy_gpu_node("no-plugin"),
+            healthy_gpu_node("upgrade", labels={"nvidia.com/gpu-driver-upgrade-state": "upgrade-failed"}),
+        ]
+        summary = cv.cluster_view(nodes, healthy_pods("down", "upgrade"))["node_summary"]
+        assert summary["down"]["problems"] == ["not-ready", "unschedulable"]
+        assert summary["no-plugin"]["problems"] == ["operands-not-ready", "operands-missing"]
+        assert summary["upgrade"]["problems"] == ["upgrade-failed"]
+
+    def test_a_dra_problem_is_a_problem(self):
+        view = cv.node_view(healthy_gpu_node("g0"), op.operands_by_node(healthy_pods("g0"))[0]["g0"])
+        assert cv.node_problems(view) == []
+        view["dra"]["problems"] = ["the kubelet plugin is not ready"]
+        assert cv.node_problems(view) == ["dra"]
+
+    def test_problems_keeps_only_nodes_with_a_problem_and_none_keeps_none_totals_cover_all(self):
+        nodes = [healthy_gpu_node("g0"), healthy_gpu_node("g1", ready="False")]
+        full = cv.cluster_view(nodes, healthy_pods("g0", "g1"))
+        problems = cv.cluster_view(nodes, healthy_pods("g0", "g1"), node_detail="problems")
+        none = cv.cluster_view(nodes, healthy_pods("g0", "g1"), node_detail="none")
+        assert list(full["nodes"]) == ["g0", "g1"]
+        assert problems["nodes"] == {"g1": full["nodes"]["g1"]}
+        assert none["nodes"] == {}
+        assert full["totals"] == problems["totals"] == none["totals"] and none["totals"]["nodes"] == 2
+        assert full["node_summary"] == problems["node_summary"] == none["node_summary"]
+
+    def test_an_unknown_node_detail_names_the_choices(self):
+        with pytest.raises(ArgumentError, match="node_detail must be one of all, problems, none"):
+            cv.cluster_view([healthy_gpu_node("g0")], [], node_detail="some")

@@ -124,6 +124,57 @@ def test_a_thousand_gpu_nodes_with_seven_operands_each_take_nine_requests_by_def
     assert all(len(n["operands"]) == 7 for n in result["nodes"].values()), "every page was followed"
 
 
+# ------------------------------------------------------------------------------------------------
+# node_detail: results shaped for fleets
+
+
+def fleet_with_one_cordoned_node():
+    """Three Ready GPU nodes with a ready device-plugin pod each; g1 is cordoned."""
+    nodes = [gpu_node("g%d" % i) for i in range(3)]
+    for node in nodes:
+        node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    nodes[1]["spec"]["unschedulable"] = True
+    app = "nvidia-device-plugin-daemonset"
+    pods = [operand("%s-%d" % (app, i), "g%d" % i, app) for i in range(3)]
+    return FakeApiServer(nodes=nodes, pods=pods, policies=[POLICY])
+
+
+def test_node_detail_problems_details_only_the_nodes_with_a_problem_and_summarises_all_in_the_same_requests(
+    monkeypatch,
+):
+    full = run_module(fleet_with_one_cordoned_node(), monkeypatch)
+    fleet = run_module(fleet_with_one_cordoned_node(), monkeypatch, node_detail="problems")
+    assert sorted(full["nodes"]) == ["g0", "g1", "g2"], "the default keeps today's shape"
+    assert list(fleet["nodes"]) == ["g1"]
+    assert fleet["nodes"]["g1"] == full["nodes"]["g1"], "a node with a problem keeps its full view"
+    assert fleet["node_summary"] == full["node_summary"]
+    assert fleet["node_summary"]["g0"] == {
+        "mode": "extended-resource",
+        "ready": True,
+        "unschedulable": False,
+        "operands_ready": True,
+        "gpu_capacity": 8,
+        "gpu_allocatable": 8,
+        "dra_devices": 0,
+        "problems": [],
+    }
+    assert fleet["node_summary"]["g1"]["problems"] == ["unschedulable"]
+    assert fleet["totals"] == full["totals"] and fleet["totals"]["nodes_unschedulable"] == 1
+    assert fleet["api_requests"] == full["api_requests"]
+
+
+def test_node_detail_none_returns_no_node_view_but_the_summary_and_totals_of_every_node(monkeypatch):
+    result = run_module(fleet_with_one_cordoned_node(), monkeypatch, node_detail="none")
+    assert result["nodes"] == {}
+    assert sorted(result["node_summary"]) == ["g0", "g1", "g2"]
+    assert result["totals"]["nodes"] == 3
+
+
+def test_node_detail_outside_its_choices_is_rejected(monkeypatch):
+    result = run_module(fleet_with_one_cordoned_node(), monkeypatch, node_detail="some")
+    assert result["_kind"] == "fail" and "node_detail" in result["msg"]
+
+
 def test_label_selector_is_sent_to_the_api_server_and_not_filtered_again(monkeypatch):
     server = FakeApiServer(nodes=[gpu_node("g0", pool="canary"), gpu_node("g1")])
     result = run_module(server, monkeypatch, label_selector="gpuops.io/pool=canary")
@@ -191,11 +242,18 @@ def test_unreadable_kubeconfig_fails_cleanly_through_the_real_client_factory(tmp
     assert missing in outcome["msg"] and "could not be read" in outcome["msg"]
 
 
-def test_argument_spec_is_the_kubeconfig_spec_plus_four_options():
+def test_argument_spec_is_the_kubeconfig_spec_plus_five_options():
     from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
 
     spec = gpu_cluster_info.argspec()
-    assert set(spec) - set(KUBECONFIG_ARG_SPEC) == {"label_selector", "operator_namespace", "page_size", "dra_driver"}
+    assert set(spec) - set(KUBECONFIG_ARG_SPEC) == {
+        "label_selector",
+        "operator_namespace",
+        "page_size",
+        "dra_driver",
+        "node_detail",
+    }
+    assert spec["node_detail"] == {"type": "str", "choices": ["all", "problems", "none"], "default": "all"}
     assert spec["dra_driver"]["default"] == "gpu.nvidia.com"
     assert spec["page_size"]["default"] == 2000
     assert spec["operator_namespace"]["default"] == "gpu-operator"
