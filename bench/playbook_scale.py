@@ -38,8 +38,10 @@ import time
 from pathlib import Path
 
 # _common (bench/_common.py) first: it makes the collection and tests.* importable
-from _common import COLLECTIONS, ROOT, new_client, parser, scale_testbed
+from _common import ROOT, new_client, parser, scale_testbed
 from cluster_info import _create_all, floor, seed_operands
+
+from tests.integration.helpers import collection_env
 
 GPU_NODES = "feature.node.kubernetes.io/pci-10de.present=true"
 OPERATOR_LABELS = {
@@ -129,15 +131,7 @@ def playbook(text, workdir, kubeconfig, size=False, **extra):
     extra = dict(extra, bench_kubeconfig=kubeconfig, bench_report_dir=str(Path(workdir, "reports")))
     if size:
         extra["bench_size_file"] = str(size_file)
-    env = dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS),
-        ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
-        ANSIBLE_LOCALHOST_WARNING="0",
-        ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
-        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
-        ANSIBLE_NOCOLOR="1",
-    )
+    env = dict(collection_env(Path(workdir)), ANSIBLE_PYTHON_INTERPRETER=sys.executable)
     cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-c", "local", str(path), "-e", json.dumps(extra)]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=900, check=False)

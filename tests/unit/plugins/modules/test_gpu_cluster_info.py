@@ -148,16 +148,8 @@ def test_node_detail_problems_details_only_the_nodes_with_a_problem_and_summaris
     assert list(fleet["nodes"]) == ["g1"]
     assert fleet["nodes"]["g1"] == full["nodes"]["g1"], "a node with a problem keeps its full view"
     assert fleet["node_summary"] == full["node_summary"]
-    assert fleet["node_summary"]["g0"] == {
-        "mode": "extended-resource",
-        "ready": True,
-        "unschedulable": False,
-        "operands_ready": True,
-        "gpu_capacity": 8,
-        "gpu_allocatable": 8,
-        "dra_devices": 0,
-        "problems": [],
-    }
+    assert [fleet["node_summary"][n]["problems"] for n in ("g0", "g2")] == [[], []]
+    assert fleet["node_summary"]["g0"]["gpu_allocatable"] == 8
     assert fleet["node_summary"]["g1"]["problems"] == ["unschedulable"]
     assert fleet["totals"] == full["totals"] and fleet["totals"]["nodes_unschedulable"] == 1
     assert fleet["api_requests"] == full["api_requests"]
