@@ -86,7 +86,9 @@ _value:
     - C(taint_key); C(nodes) (node name to C(action), C(reason), C(layer) and C(record)); C(taint) and C(untaint) (the
       nodes whose taint changes); C(annotate) (node name to the record's text, only the records that change);
       C(counts) (nodes per action); C(lines) (what the gate does, one line per node not plainly admitted); C(report)
-      (the plan as the validation report carries it, without C(annotate) and C(lines)).
+      (what the validation report carries - C(taint_key), C(counts) per state and C(nodes), each with C(state)
+      V(held), V(admitted) or V(left_alone), where the run leaves it, C(reason), C(layer) and C(record) - so that
+      the next run, finding the nodes there, writes the same report).
   type: dict
 """
 

@@ -48,6 +48,8 @@ DEFAULT_ANNOTATION = "gpuops.io/admission"
 RECORD_VERSION = 1
 HOLD, HELD, ADMIT, ADMITTED, LEFT_ALONE = "hold", "held", "admit", "admitted", "left_alone"
 ACTIONS = (HOLD, HELD, ADMIT, ADMITTED, LEFT_ALONE)
+#: Where each action leaves a node.
+OUTCOME = {HOLD: HELD, HELD: HELD, ADMIT: ADMITTED, ADMITTED: ADMITTED, LEFT_ALONE: LEFT_ALONE}
 #: Taint effects that keep pods off a node: such a taint that is not ours means someone else holds the node.
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 #: At most this many characters of evidence in the annotation (the reports have all of it).
@@ -208,6 +210,12 @@ def annotations_by_node(node_objects, annotation=DEFAULT_ANNOTATION):
 
 
 def plan_report(plan):
-    """The plan as the validation report carries it: the taint key, the counts, the nodes to taint and untaint, and
-    each node's action, reason, layer and record (the annotation texts are the records)."""
-    return {k: plan[k] for k in ("taint_key", "counts", "taint", "untaint", "nodes")}
+    """The gate as the validation report carries it: where the run leaves each node (``state`` held, admitted or
+    left_alone, with its reason, layer and record) and the counts per state. Not the actions: the next run finds the
+    nodes where this one left them and writes the same report (the console prints the actions)."""
+    nodes = {
+        name: {"state": OUTCOME[e["action"]], "reason": e["reason"], "layer": e["layer"], "record": e["record"]}
+        for name, e in plan["nodes"].items()
+    }
+    counts = {s: sum(1 for e in nodes.values() if e["state"] == s) for s in (HELD, ADMITTED, LEFT_ALONE)}
+    return {"taint_key": plan["taint_key"], "counts": counts, "nodes": nodes}

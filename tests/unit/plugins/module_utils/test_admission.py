@@ -14,6 +14,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.filter.fleet_report_json im
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.admission import (
     admission_plan,
     plan_lines,
+    plan_report,
     record_text,
 )
 
@@ -160,4 +161,17 @@ def test_the_filter_reads_the_records_from_the_node_objects_and_the_report_follo
     assert again["annotate"] == {}
     document = json.loads(report_json(dict(summary, admission=first["report"]), generated="2026-12-05T00:00:00Z"))
     jsonschema.Draft202012Validator(SCHEMA).validate(document)
-    assert sorted(document["report"]["admission"]) == ["counts", "nodes", "taint", "taint_key", "untaint"]
+    assert sorted(document["report"]["admission"]) == ["counts", "nodes", "taint_key"]
+
+
+def test_the_report_carries_where_the_run_leaves_each_node_so_the_next_run_writes_the_same_report():
+    rows = [row("a"), row("b", "driver"), row("c")]
+    first = plan(rows, {"a": node([OURS]), "b": node(), "c": node(unschedulable=True)})
+    assert [first["nodes"][n]["action"] for n in "abc"] == ["admit", "hold", "left_alone"]
+    # the next run finds a untainted and b tainted, as this one left them
+    again = plan(rows, {"a": node(), "b": node([OURS]), "c": node(unschedulable=True)})
+    assert [again["nodes"][n]["action"] for n in "abc"] == ["admitted", "held", "left_alone"]
+    report = plan_report(first)
+    assert report == plan_report(again)
+    assert {n: e["state"] for n, e in report["nodes"].items()} == {"a": "admitted", "b": "held", "c": "left_alone"}
+    assert report["counts"] == {"held": 1, "admitted": 1, "left_alone": 1}
