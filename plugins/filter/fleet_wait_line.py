@@ -18,6 +18,10 @@ description:
     C(20 s: 5/6 GPU nodes ready; waiting for a100-noruntime-0: device-plugin ContainerCreating)."
   - The reason of a node is its not-ready operand pods (component and waiting reason or phase), the required operands
     without a pod, a node the operator has not labelled yet, or a node that is not Ready.
+  - The nodes are counted from the result's C(node_summary) (every GPU node), so a result read with
+    C(node_detail=problems) (the full view only of the nodes with a problem, which includes every node not
+    operands-ready) gives the same line as the full one; with C(node_detail=none) a node is named with its problem
+    codes.
   - Made for the C(loop_control.label) of a polling loop (one line per poll, so the console shows progress without
     retry messages or result dumps); a failed or skipped result gives a line saying so.
 options:
@@ -46,6 +50,7 @@ seealso:
 EXAMPLES = r"""
 - name: Wait at most 120 s until every GPU node's operands are ready, one line per poll
   gpuops.gpu_operator.gpu_cluster_info:
+    node_detail: problems
   register: wait
   loop: "{{ range(13) | list }}"
   loop_control:
@@ -86,13 +91,21 @@ def node_reasons(node):
     return reasons or ["operands not ready"]
 
 
+def _reasons(name, nodes, summary):
+    if name in nodes:
+        return node_reasons(nodes[name])
+    return summary[name].get("problems") or ["operands not ready"]
+
+
 def _not_ready(result, limit):
     nodes = result.get("nodes") or {}
-    waiting = sorted(name for name, node in nodes.items() if not node.get("operands_ready"))
-    named = ["%s: %s" % (name, ", ".join(node_reasons(nodes[name]))) for name in waiting[:limit]]
+    # every GPU node, whatever node_detail kept in nodes (a result without node_summary: nodes is every node)
+    summary = result.get("node_summary") or nodes
+    waiting = sorted(name for name, node in summary.items() if not node.get("operands_ready"))
+    named = ["%s: %s" % (name, ", ".join(_reasons(name, nodes, summary))) for name in waiting[:limit]]
     if len(waiting) > limit:
         named.append("%d more node(s)" % (len(waiting) - limit))
-    return len(nodes), len(nodes) - len(waiting), named
+    return len(summary), len(summary) - len(waiting), named
 
 
 def fleet_wait_line(result, elapsed=None, timeout=None, final=False, limit=3):

@@ -88,6 +88,19 @@ def test_a_healthy_cluster_passes_every_node_and_reports_in_json_and_markdown(va
     assert "%d passed, 0 failed" % len(gpu_operator.gpu_nodes) in out
 
 
+def test_the_wait_counts_every_gpu_node_from_the_compact_result_and_stops_when_all_are_ready(
+    validate, gpu_operator, nodes
+):
+    # the wait polls gpu_cluster_info with node_detail=problems: the line counts the nodes of its node_summary
+    rc, _report, out = validate.run(
+        gpu_validate_wait_seconds=30, gpu_validate_smoke_test=False, gpu_validate_fail_on="never"
+    )
+    assert rc == 0, out[-3000:]
+    total = len(gpu_operator.gpu_nodes)
+    assert "(item=0 s: %d/%d GPU nodes ready)" % (total, total) in out, out[-3000:]
+    assert "(item=10 s:" not in out, "the loop stops at the first poll that finds every node ready"
+
+
 def test_driver_toolkit_and_device_plugin_faults_are_named_with_evidence_and_fail_the_play(
     validate, gpu_operator, nodes
 ):

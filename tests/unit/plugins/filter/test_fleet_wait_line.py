@@ -68,3 +68,27 @@ def test_a_failed_skipped_or_empty_poll():
     assert line({"skipped": True}) == "not polled"
     assert line({"nodes": {}}) == "no GPU node found"
     assert line(None) == "could not read the cluster: no result"
+
+
+def summarised(result, keep):
+    """``result`` as gpu_cluster_info returns it with node_detail: ``node_summary`` of every node, ``nodes`` only
+    those named in ``keep``."""
+    summary = {
+        name: {
+            "operands_ready": node["operands_ready"],
+            "problems": [] if node["operands_ready"] else ["operands-not-ready"],
+        }
+        for name, node in result["nodes"].items()
+    }
+    return {"nodes": {n: result["nodes"][n] for n in keep}, "node_summary": summary}
+
+
+def test_a_result_with_detail_only_for_the_nodes_with_a_problem_gives_the_same_line():
+    full = cluster(ready("a"), ready("b"), creating("c"))
+    assert line(summarised(full, ["c"]), elapsed=20) == line(full, elapsed=20)
+    assert line(summarised(full, ["c"])) == "2/3 GPU nodes ready; waiting for c: device-plugin ContainerCreating"
+
+
+def test_without_node_detail_a_waiting_node_is_named_with_its_problem_codes():
+    result = summarised(cluster(ready("a"), creating("c")), [])
+    assert line(result) == "1/2 GPU nodes ready; waiting for c: operands-not-ready"
