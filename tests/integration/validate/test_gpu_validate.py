@@ -272,8 +272,12 @@ def test_in_nri_plugin_mode_a_healthy_node_passes_without_a_runtime_class(valida
 
     op = gpu_operator
     rc_api = client.NodeV1Api(op.api)
-    names = {r.metadata.name for r in rc_api.list_runtime_class().items}
-    assert "nvidia" in names, "the operator keeps RuntimeClass nvidia outside NRI plugin mode"
+    runtime_class = {r.metadata.name: r for r in rc_api.list_runtime_class().items}.get("nvidia")
+    assert runtime_class is not None, "the operator keeps RuntimeClass nvidia outside NRI plugin mode"
+    if not any(o.uid == op.cp()["metadata"]["uid"] for o in runtime_class.metadata.owner_references or []):
+        # made by another spec or owned by an earlier ClusterPolicy: the operator removes only its own, and makes its
+        # own again once NRI plugin mode is off
+        rc_api.delete_runtime_class("nvidia")
     before = dict(op.cp()["spec"].get("cdi") or {})
     op.patch_cp({"cdi": {"enabled": True, "nriPluginEnabled": True}})
     try:
