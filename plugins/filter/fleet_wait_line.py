@@ -18,10 +18,9 @@ description:
     C(20 s: 5/6 GPU nodes ready; waiting for a100-noruntime-0: device-plugin ContainerCreating)."
   - The reason of a node is its not-ready operand pods (component and waiting reason or phase), the required operands
     without a pod, a node the operator has not labelled yet, or a node that is not Ready.
-  - The nodes are counted from the result's C(node_summary) (every GPU node), so a result read with
-    C(node_detail=problems) (the full view only of the nodes with a problem, which includes every node not
-    operands-ready) gives the same line as the full one; with C(node_detail=none) a node is named with its problem
-    codes.
+  - The nodes are counted from the result's C(totals) and the waiting ones found in its C(node_summary), which holds
+    every node not operands-ready whatever C(node_detail), so any O(node_detail) gives the same count; a node
+    without its full view in C(nodes) (C(node_detail=none)) is named with its problem codes.
   - Made for the C(loop_control.label) of a polling loop (one line per poll, so the console shows progress without
     retry messages or result dumps); a failed or skipped result gives a line saying so.
 options:
@@ -99,13 +98,15 @@ def _reasons(name, nodes, summary):
 
 def _not_ready(result, limit):
     nodes = result.get("nodes") or {}
-    # every GPU node, whatever node_detail kept in nodes (a result without node_summary: nodes is every node)
+    # every node not operands-ready is in node_summary (which holds every GPU node, or only those with a problem);
+    # a result without node_summary has every node in nodes; totals count every GPU node
     summary = result.get("node_summary") or nodes
     waiting = sorted(name for name, node in summary.items() if not node.get("operands_ready"))
     named = ["%s: %s" % (name, ", ".join(_reasons(name, nodes, summary))) for name in waiting[:limit]]
     if len(waiting) > limit:
         named.append("%d more node(s)" % (len(waiting) - limit))
-    return len(summary), len(summary) - len(waiting), named
+    total = (result.get("totals") or {}).get("nodes", len(summary))
+    return total, total - len(waiting), named
 
 
 def fleet_wait_line(result, elapsed=None, timeout=None, final=False, limit=3):

@@ -73,16 +73,20 @@ options:
     default: gpu.nvidia.com
   node_detail:
     description:
-      - Which nodes RV(nodes) describes in full. RV(node_summary) and RV(totals) cover every node whatever the
-        choice, and the requests made are the same.
-      - V(all) - every node (the full shape, several kilobytes per node; about 4 MB of JSON for 1,000 nodes).
-      - V(problems) - only the nodes whose RV(node_summary) C(problems) is not empty (not Ready, cordoned, operands
-        not ready or missing, a failed driver upgrade, a DRA problem); for fleets, where Ansible serialises and
-        registers every byte a module returns.
-      - V(none) - no node; RV(node_summary) and RV(totals) only.
+      - How much per-node detail the module returns. RV(totals) cover every GPU node whatever the choice, and the
+        requests made are the same. A node has a problem when its RV(node_summary) C(problems) is not empty (not
+        Ready, cordoned, operands not ready or missing, a failed driver upgrade, a DRA problem).
+      - V(problems) - RV(nodes) (the full view) and RV(node_summary) of the nodes with a problem only: the fleet
+        shape, small whatever the fleet's size (Ansible serialises, registers and templates every byte a module
+        returns; a healthy 1,000-node fleet returns a few kilobytes).
+      - V(summary) - RV(node_summary) of every node (about 200 bytes a node) and RV(nodes) of the nodes with a
+        problem.
+      - V(all) - RV(nodes) and RV(node_summary) of every node (several kilobytes a node; about 4 MB of JSON for
+        1,000 nodes). The shape before this option existed; use it to look at healthy nodes in full.
+      - V(none) - RV(node_summary) of every node, no RV(nodes).
     type: str
-    choices: [all, problems, none]
-    default: all
+    choices: [problems, summary, all, none]
+    default: problems
 notes:
   - RV(nodes) is a dictionary keyed by node name so that a play can look a node up with
     C(result.nodes[inventory_hostname]); iterate with C(result.nodes | dict2items) (C(item.key) is the node's name,
@@ -95,9 +99,10 @@ seealso:
 """
 
 EXAMPLES = r"""
-- name: Read the cluster's GPU view
+- name: Read the cluster's GPU view, every node in full
   gpuops.gpu_operator.gpu_cluster_info:
     kubeconfig: ~/.kube/config
+    node_detail: all
   register: gpu_info
 
 - name: Every GPU node advertises all of its GPUs
@@ -126,27 +131,27 @@ EXAMPLES = r"""
   loop_control:
     label: "{{ item.key }}"
 
-- name: A thousand-node fleet - full detail only for the nodes with a problem
+- name: A thousand-node fleet - the default returns the totals and only the nodes with a problem
   gpuops.gpu_operator.gpu_cluster_info:
-    node_detail: problems
   register: fleet
 
 - name: Every GPU node is ready
   ansible.builtin.assert:
     that: fleet.totals.nodes_operands_ready == fleet.totals.nodes
-    fail_msg: "{{ fleet.node_summary | dict2items | selectattr('value.problems') | map(attribute='key') | list }}"
+    fail_msg: "{{ fleet.node_summary | dict2items | map(attribute='key') | list }} have problems"
 
 - name: Nodes whose driver upgrade failed
   ansible.builtin.debug:
-    msg: "{{ gpu_info.nodes | dict2items | selectattr('value.upgrade_state', 'equalto', 'upgrade-failed')
+    msg: "{{ fleet.node_summary | dict2items | selectattr('value.problems', 'contains', 'upgrade-failed')
              | map(attribute='key') | list }}"
 """
 
 RETURN = r"""
 nodes:
   description:
-    - GPU nodes keyed by node name (see O(label_selector) for which nodes); with O(node_detail=problems) only
-      those with a problem, with O(node_detail=none) none.
+    - GPU nodes keyed by node name (see O(label_selector) for which nodes); by default (O(node_detail=problems))
+      and with O(node_detail=summary) only those with a problem, with O(node_detail=all) every one, with
+      O(node_detail=none) none.
     - Each value has C(name); C(gpu) (from labels - C(present), C(product), C(count), C(memory_mib), C(family),
       C(replicas), C(sharing_strategy), C(driver_version), C(cuda_runtime_version), and C(mig) with C(capable),
       C(strategy), C(config), C(config_state), C(types)); C(capacity) and C(allocatable) (only C(nvidia.com/gpu) and
@@ -239,7 +244,8 @@ nodes:
         problems: []
 node_summary:
   description:
-    - Every GPU node (whatever O(node_detail)) keyed by node name, in a few fields - C(mode), C(ready),
+    - GPU nodes keyed by node name - by default (O(node_detail=problems)) only those with a problem, with any other
+      O(node_detail) every one - in a few fields - C(mode), C(ready),
       C(unschedulable), C(operands_ready) (as in RV(nodes)), C(gpu_capacity) and C(gpu_allocatable) (the
       C(nvidia.com/gpu) resource, null when not advertised), C(dra_devices) (DRA devices published), and
       C(problems).
@@ -305,7 +311,7 @@ dra:
            allocated_claims: [ml/train-0-gpu-x7k2p], problems: []}
 totals:
   description:
-    - Fleet totals over every GPU node (RV(node_summary), whatever O(node_detail)) - C(nodes), C(nodes_ready),
+    - Fleet totals over every GPU node, whatever O(node_detail) - C(nodes), C(nodes_ready),
       C(nodes_unschedulable), C(nodes_operands_ready),
       C(gpu_capacity), C(gpu_allocatable), C(mig_capacity) and C(mig_allocatable) (by resource name),
       C(products), C(driver_versions) and C(upgrade_states) (node counts by value), C(operand_pods),
@@ -341,14 +347,19 @@ def argspec():
             "operator_namespace": {"type": "str", "default": "gpu-operator"},
             "page_size": {"type": "int", "default": 2000},
             "dra_driver": {"type": "str", "default": DRIVER},
-            "node_detail": {"type": "str", "choices": list(NODE_DETAIL), "default": "all"},
+            "node_detail": {"type": "str", "choices": list(NODE_DETAIL), "default": "problems"},
         }
     )
     return spec
 
 
 def gather(
-    client, label_selector=None, operator_namespace="gpu-operator", page_size=2000, dra_driver=DRIVER, node_detail="all"
+    client,
+    label_selector=None,
+    operator_namespace="gpu-operator",
+    page_size=2000,
+    dra_driver=DRIVER,
+    node_detail="problems",
 ):
     """All LISTs the view needs, then the view itself. ``client`` is a ``_clients.k8s.K8sClient``."""
     version = client.version()

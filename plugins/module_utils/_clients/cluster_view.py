@@ -341,9 +341,14 @@ def totals(nodes, unscheduled_operands=()):
     return out
 
 
-#: How much per-node detail the view keeps in ``nodes``: every node, only the nodes with a problem
-#: (:func:`node_problems`), or none; ``node_summary`` and ``totals`` always cover every node.
-NODE_DETAIL = ("all", "problems", "none")
+#: How much per-node detail the view returns, as the coverage of ``(nodes, node_summary)``: ``every`` node, only
+#: the nodes with a ``problem`` (:func:`node_problems`), or ``no`` node. ``totals`` always cover every node.
+NODE_DETAIL = {
+    "all": ("every", "every"),
+    "summary": ("problem", "every"),
+    "problems": ("problem", "problem"),
+    "none": ("no", "every"),
+}
 
 
 def node_problems(view):
@@ -373,11 +378,11 @@ def node_summary(view):
     }
 
 
-def _detailed(views, summaries, node_detail):
-    if node_detail not in NODE_DETAIL:
-        raise ArgumentError("node_detail must be one of %s, not %r" % (", ".join(NODE_DETAIL), node_detail))
-    keep = {"all": lambda v: True, "problems": lambda v: summaries[v["name"]]["problems"], "none": lambda v: False}
-    return {v["name"]: v for v in views if keep[node_detail](v)}
+def _kept(summaries, coverage):
+    """The names of the nodes that ``coverage`` (``every``, ``problem`` or ``no``) keeps."""
+    if coverage == "every":
+        return set(summaries)
+    return {name for name, line in summaries.items() if coverage == "problem" and line["problems"]}
 
 
 def cluster_view(
@@ -389,7 +394,7 @@ def cluster_view(
     None (None: the CRD is not installed); ``dra``: a ``dra_view.DraIndex`` (None: DRA not read). With
     ``gpu_nodes_only`` nodes failing :func:`is_gpu_node` are dropped (used when no label selector narrowed the
     LIST server-side); a node that publishes DRA devices counts as a GPU node. ``node_detail`` (one of
-    :data:`NODE_DETAIL`) picks the nodes whose full view is kept in ``nodes``.
+    :data:`NODE_DETAIL`) picks the nodes kept in ``nodes`` (the full view) and in ``node_summary``.
     """
     dra = dra or DraIndex(None)
     by_node, unscheduled = operands_by_node(pods)
@@ -401,10 +406,13 @@ def cluster_view(
         views.append(node_view(node, by_node.get(name_of(node)), required, dra))
     views.sort(key=lambda v: v["name"] or "")
     peer_shortfalls(views)
+    if node_detail not in NODE_DETAIL:
+        raise ArgumentError("node_detail must be one of %s, not %r" % (", ".join(NODE_DETAIL), node_detail))
     summaries = {v["name"]: node_summary(v) for v in views}
+    in_nodes, in_summary = (_kept(summaries, coverage) for coverage in NODE_DETAIL[node_detail])
     return {
-        "nodes": _detailed(views, summaries, node_detail),
-        "node_summary": summaries,
+        "nodes": {v["name"]: v for v in views if v["name"] in in_nodes},
+        "node_summary": {name: line for name, line in summaries.items() if name in in_summary},
         "cluster_policy": cluster_policy_view(cluster_policies),
         "nvidia_drivers": sorted((nvidia_driver_view(d) for d in nvidia_drivers or []), key=lambda d: d["name"] or ""),
         "crds": {

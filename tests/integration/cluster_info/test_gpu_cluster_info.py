@@ -23,7 +23,7 @@ def run_info(testbed, tmp_path_factory):
 @pytest.fixture(scope="module")
 def default_run(testbed, run_info):
     mark = testbed.audit_mark()
-    result = run_info()
+    result = run_info(node_detail="all")
     time.sleep(1.0)  # audit events are flushed asynchronously
     return result, testbed.audit_events(mark, user=testbed.sa_username)
 
@@ -68,20 +68,21 @@ def test_reads_only_and_in_a_bounded_number_of_requests(testbed, default_run):
     ), "one GET per node is what this module avoids"
 
 
-def test_node_detail_problems_details_only_the_nodes_with_a_problem_and_summarises_every_node(run_info, default_run):
+def test_by_default_only_the_nodes_with_a_problem_come_back_and_the_totals_count_every_node(run_info, default_run):
     result, _unused = default_run
-    fleet = run_info(node_detail="problems")
-    summary = fleet["node_summary"]
-    assert set(summary) == set(result["nodes"]), "the summary covers every GPU node"
+    fleet = run_info()
+    full_summary = result["node_summary"]
+    assert set(full_summary) == set(result["nodes"]), "with node_detail=all the summary covers every GPU node"
     for name, node in result["nodes"].items():
-        assert summary[name]["ready"] is node["ready"]
-        assert summary[name]["operands_ready"] is node["operands_ready"]
-        assert summary[name]["gpu_allocatable"] == node["allocatable"].get("nvidia.com/gpu")
-        assert ("operands-not-ready" in summary[name]["problems"]) is not node["operands_ready"]
-    assert set(fleet["nodes"]) == {name for name, line in summary.items() if line["problems"]}
+        assert full_summary[name]["ready"] is node["ready"]
+        assert full_summary[name]["operands_ready"] is node["operands_ready"]
+        assert full_summary[name]["gpu_allocatable"] == node["allocatable"].get("nvidia.com/gpu")
+        assert ("operands-not-ready" in full_summary[name]["problems"]) is not node["operands_ready"]
+    with_problem = {name for name, line in full_summary.items() if line["problems"]}
+    assert set(fleet["nodes"]) == set(fleet["node_summary"]) == with_problem
     for name, node in fleet["nodes"].items():
         assert node["name"] == name and "operands" in node, "a node with a problem keeps its full view"
-    assert fleet["totals"]["nodes"] == result["totals"]["nodes"]
+    assert fleet["totals"] == result["totals"]
     assert fleet["api_requests"] == result["api_requests"], "the same requests whatever the detail"
 
 
@@ -104,7 +105,7 @@ def test_label_selector_narrows_the_node_list_server_side(testbed, run_info):
     pools = [p for p in _gpu_pools(testbed) if p.labels.get("gpuops.io/rack") == "r1"]
     if not pools:
         pytest.skip("profile has no pool labelled gpuops.io/rack=r1")
-    result = run_info(label_selector="gpuops.io/rack=r1")
+    result = run_info(label_selector="gpuops.io/rack=r1", node_detail="all")
     assert set(result["nodes"]) == {n for p in pools for n in p.node_names()}
 
 
@@ -144,7 +145,7 @@ def operand_namespace(testbed):
 
 def test_operand_pods_are_reported_on_their_node_by_component(run_info, operand_namespace):
     ns, node = operand_namespace
-    result = run_info(operator_namespace=ns)
+    result = run_info(operator_namespace=ns, node_detail="all")
     operands = result["nodes"][node]["operands"]
     assert set(operands) == {"device-plugin", "dcgm-exporter"}
     for summary in operands.values():
@@ -155,7 +156,7 @@ def test_operand_pods_are_reported_on_their_node_by_component(run_info, operand_
 
 def test_check_mode_returns_the_same_view(run_info, default_run):
     result, _unused = default_run
-    checked = run_info(check=True)
+    checked = run_info(check=True, node_detail="all")
     assert checked["changed"] is False
     assert set(checked["nodes"]) == set(result["nodes"])
 

@@ -11,7 +11,7 @@ from tests.integration.dra.dra_faults import NODE_FAULTS, device_class_missing, 
 
 @pytest.fixture(scope="module")
 def healthy(dra, run):
-    return run("gpu_cluster_info")
+    return run("gpu_cluster_info", node_detail="all")
 
 
 def test_every_gpu_node_is_a_dra_node_with_the_devices_nvml_counts(dra, healthy):
@@ -47,7 +47,7 @@ def test_a_claimed_device_names_its_claim_and_pod(dra, run):
         dra.running(ns, "train")
         claim = dra.claim_of(ns, "train")["metadata"]["name"]
         (allocated,) = dra.allocation(ns, "train")
-        view = run("gpu_cluster_info")["nodes"]["h100-0"]["dra"]
+        view = run("gpu_cluster_info", node_detail="all")["nodes"]["h100-0"]["dra"]
         held = [d for d in view["devices"] if d["allocated"]]
         assert [(d["name"], d["claims"], d["pods"]) for d in held] == [
             (allocated["device"], ["%s/%s" % (ns, claim)], ["%s/train" % ns])
@@ -59,7 +59,7 @@ def test_a_claimed_device_names_its_claim_and_pod(dra, run):
 def faulty(dra, run):
     """The view while every node-level DRA fault is on (healed right after)."""
     with node_faults(dra, NODE_FAULTS):
-        return run("gpu_cluster_info")
+        return run("gpu_cluster_info", node_detail="all")
 
 
 def test_a_node_whose_slice_is_missing_offers_no_device(faulty):
@@ -110,7 +110,7 @@ def test_a_stale_generation_leaves_the_pool_incomplete_and_without_devices(fault
 
 def test_a_missing_device_class_is_named(dra, run):
     with device_class_missing(dra):
-        result = run("gpu_cluster_info")
+        result = run("gpu_cluster_info", node_detail="all")
     assert result["dra"]["device_classes_missing"] == ["gpu.nvidia.com"]
     assert result["dra"]["problems"] == ["DeviceClass gpu.nvidia.com does not exist: claims for it stay Pending"]
     assert set(result["dra"]["device_classes"]) == {"mig.nvidia.com"}

@@ -32,7 +32,7 @@ def mixed(dra):
 
 
 def test_each_pool_is_reported_in_its_own_mode(mixed, run):
-    result = run("gpu_cluster_info")
+    result = run("gpu_cluster_info", node_detail="all")
     assert {n: v["mode"] for n, v in result["nodes"].items()} == {
         "h100-0": "extended-resource",
         "h100-1": "extended-resource",

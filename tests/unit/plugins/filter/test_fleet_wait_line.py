@@ -92,3 +92,15 @@ def test_a_result_with_detail_only_for_the_nodes_with_a_problem_gives_the_same_l
 def test_without_node_detail_a_waiting_node_is_named_with_its_problem_codes():
     result = summarised(cluster(ready("a"), creating("c")), [])
     assert line(result) == "1/2 GPU nodes ready; waiting for c: operands-not-ready"
+
+
+def test_the_default_fleet_shape_counts_every_node_from_the_totals():
+    full = cluster(ready("a"), ready("b"), creating("c"))
+    fleet = summarised(full, ["c"])
+    fleet["node_summary"] = {"c": fleet["node_summary"]["c"]}
+    fleet["totals"] = {"nodes": 3, "nodes_operands_ready": 2}
+    assert (
+        line(fleet, elapsed=20)
+        == line(full, elapsed=20)
+        == "20 s: 2/3 GPU nodes ready; waiting for c: device-plugin ContainerCreating"
+    )

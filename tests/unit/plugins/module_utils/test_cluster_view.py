@@ -429,17 +429,17 @@ class TestNodeDetail:
         view["dra"]["problems"] = ["the kubelet plugin is not ready"]
         assert cv.node_problems(view) == ["dra"]
 
-    def test_problems_keeps_only_nodes_with_a_problem_and_none_keeps_none_totals_cover_all(self):
+    def test_each_node_detail_keeps_its_nodes_and_totals_cover_all(self):
         nodes = [healthy_gpu_node("g0"), healthy_gpu_node("g1", ready="False")]
-        full = cv.cluster_view(nodes, healthy_pods("g0", "g1"))
-        problems = cv.cluster_view(nodes, healthy_pods("g0", "g1"), node_detail="problems")
-        none = cv.cluster_view(nodes, healthy_pods("g0", "g1"), node_detail="none")
-        assert list(full["nodes"]) == ["g0", "g1"]
-        assert problems["nodes"] == {"g1": full["nodes"]["g1"]}
-        assert none["nodes"] == {}
-        assert full["totals"] == problems["totals"] == none["totals"] and none["totals"]["nodes"] == 2
-        assert full["node_summary"] == problems["node_summary"] == none["node_summary"]
+        shaped = {d: cv.cluster_view(nodes, healthy_pods("g0", "g1"), node_detail=d) for d in cv.NODE_DETAIL}
+        full = shaped["all"]
+        assert list(full["nodes"]) == list(full["node_summary"]) == ["g0", "g1"]
+        assert shaped["problems"]["nodes"] == shaped["summary"]["nodes"] == {"g1": full["nodes"]["g1"]}
+        assert shaped["problems"]["node_summary"] == {"g1": full["node_summary"]["g1"]}
+        assert shaped["none"]["nodes"] == {}
+        assert shaped["summary"]["node_summary"] == shaped["none"]["node_summary"] == full["node_summary"]
+        assert all(view["totals"] == full["totals"] for view in shaped.values()) and full["totals"]["nodes"] == 2
 
     def test_an_unknown_node_detail_names_the_choices(self):
-        with pytest.raises(ArgumentError, match="node_detail must be one of all, problems, none"):
+        with pytest.raises(ArgumentError, match="node_detail must be one of all, summary, problems, none"):
             cv.cluster_view([healthy_gpu_node("g0")], [], node_detail="some")

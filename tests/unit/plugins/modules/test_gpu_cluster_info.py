@@ -139,27 +139,28 @@ def fleet_with_one_cordoned_node():
     return FakeApiServer(nodes=nodes, pods=pods, policies=[POLICY])
 
 
-def test_node_detail_problems_details_only_the_nodes_with_a_problem_and_summarises_all_in_the_same_requests(
-    monkeypatch,
-):
-    full = run_module(fleet_with_one_cordoned_node(), monkeypatch)
-    fleet = run_module(fleet_with_one_cordoned_node(), monkeypatch, node_detail="problems")
-    assert sorted(full["nodes"]) == ["g0", "g1", "g2"], "the default keeps today's shape"
-    assert list(fleet["nodes"]) == ["g1"]
+def test_by_default_only_the_nodes_with_a_problem_are_returned_with_totals_of_all_in_the_same_requests(monkeypatch):
+    full = run_module(fleet_with_one_cordoned_node(), monkeypatch, node_detail="all")
+    fleet = run_module(fleet_with_one_cordoned_node(), monkeypatch)
+    assert sorted(full["nodes"]) == sorted(full["node_summary"]) == ["g0", "g1", "g2"], "all keeps the full shape"
+    assert list(fleet["nodes"]) == list(fleet["node_summary"]) == ["g1"]
     assert fleet["nodes"]["g1"] == full["nodes"]["g1"], "a node with a problem keeps its full view"
-    assert fleet["node_summary"] == full["node_summary"]
-    assert [fleet["node_summary"][n]["problems"] for n in ("g0", "g2")] == [[], []]
-    assert fleet["node_summary"]["g0"]["gpu_allocatable"] == 8
+    assert fleet["node_summary"]["g1"] == full["node_summary"]["g1"]
     assert fleet["node_summary"]["g1"]["problems"] == ["unschedulable"]
-    assert fleet["totals"] == full["totals"] and fleet["totals"]["nodes_unschedulable"] == 1
+    assert fleet["totals"] == full["totals"] and fleet["totals"]["nodes"] == 3
+    assert fleet["totals"]["nodes_unschedulable"] == 1
     assert fleet["api_requests"] == full["api_requests"]
 
 
-def test_node_detail_none_returns_no_node_view_but_the_summary_and_totals_of_every_node(monkeypatch):
-    result = run_module(fleet_with_one_cordoned_node(), monkeypatch, node_detail="none")
-    assert result["nodes"] == {}
-    assert sorted(result["node_summary"]) == ["g0", "g1", "g2"]
-    assert result["totals"]["nodes"] == 3
+def test_node_detail_summary_adds_the_summary_of_every_node_and_none_drops_the_node_views(monkeypatch):
+    full = run_module(fleet_with_one_cordoned_node(), monkeypatch, node_detail="all")
+    summary = run_module(fleet_with_one_cordoned_node(), monkeypatch, node_detail="summary")
+    none = run_module(fleet_with_one_cordoned_node(), monkeypatch, node_detail="none")
+    assert list(summary["nodes"]) == ["g1"] and none["nodes"] == {}
+    assert summary["node_summary"] == none["node_summary"] == full["node_summary"]
+    assert [summary["node_summary"][n]["problems"] for n in ("g0", "g2")] == [[], []]
+    assert summary["node_summary"]["g0"]["gpu_allocatable"] == 8
+    assert summary["totals"] == none["totals"] == full["totals"]
 
 
 def test_node_detail_outside_its_choices_is_rejected(monkeypatch):
@@ -245,7 +246,11 @@ def test_argument_spec_is_the_kubeconfig_spec_plus_five_options():
         "dra_driver",
         "node_detail",
     }
-    assert spec["node_detail"] == {"type": "str", "choices": ["all", "problems", "none"], "default": "all"}
+    assert spec["node_detail"] == {
+        "type": "str",
+        "choices": ["all", "summary", "problems", "none"],
+        "default": "problems",
+    }
     assert spec["dra_driver"]["default"] == "gpu.nvidia.com"
     assert spec["page_size"]["default"] == 2000
     assert spec["operator_namespace"]["default"] == "gpu-operator"
