@@ -328,11 +328,8 @@ api_requests:
 """
 
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
-    NODE_DETAIL,
-    cluster_view,
-)
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_lists import read_index
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_read import read_lists, view_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import NODE_DETAIL
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import DRIVER
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import KUBERNETES, module_client
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC, check_minimums
@@ -362,16 +359,8 @@ def gather(
     node_detail="problems",
 ):
     """All LISTs the view needs, then the view itself. ``client`` is a ``_clients.k8s.K8sClient``."""
-    version = client.version()
-    nodes = client.list_core("nodes", label_selector=label_selector, page_size=page_size)
-    pods = client.list_core("pods", namespace=operator_namespace, page_size=page_size)
-    policies = client.list_custom("nvidia.com", "v1", "clusterpolicies", page_size=page_size)
-    drivers = client.list_custom("nvidia.com", "v1alpha1", "nvidiadrivers", page_size=page_size)
-    dra = read_index(client, dra_driver, page_size=page_size)
-    result = cluster_view(
-        nodes, pods, policies, drivers, gpu_nodes_only=not label_selector, dra=dra, node_detail=node_detail
-    )
-    result["kubernetes_version"] = version
+    lists = read_lists(client, label_selector, operator_namespace, page_size, dra_driver)
+    result = view_of(lists, label_selector, node_detail)
     result["api_requests"] = client.requests
     return result
 

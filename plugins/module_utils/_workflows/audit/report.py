@@ -22,12 +22,12 @@ import json
 import os
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.files import read_text, write_files
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.changes import (
     SnapshotError,
     check_baseline,
     same_content,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.files import read_text, write_files
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.html_page import render_html
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.join import build_snapshot
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.markdown import render_markdown

@@ -9,7 +9,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "module_utils"))
 from fleet_fixtures import mixed_fleet, mixed_summary  # noqa: E402
 
-from ansible_collections.gpuops.gpu_operator.plugins.filter.fleet_console import FilterModule, fix_command  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.filter.fleet_console import FilterModule  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.owners import fix_command  # noqa: E402
 
 
 def console(summary, nodes=None, **kw):

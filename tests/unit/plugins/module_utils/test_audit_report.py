@@ -16,7 +16,7 @@ from ansible.module_utils.testing import patch_module_args
 sys.path.insert(0, str(Path(__file__).parent))
 from audit_fixtures import two_clusters  # noqa: E402
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import files as _files  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core import files as _files  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import join as _audit  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import markdown as _markdown  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import report as _audit_report  # noqa: E402

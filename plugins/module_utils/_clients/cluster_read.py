@@ -1,0 +1,46 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+
+# This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
+# incompatibly at any time, including in a patch release. Do not use it elsewhere.
+
+"""The few paginated LISTs the cluster's GPU view is made of, and the view itself (``cluster_view``)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import cluster_view
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_lists import read_index
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import DRIVER
+
+
+def read_lists(client, label_selector=None, operator_namespace="gpu-operator", page_size=2000, dra_driver=DRIVER):
+    """The raw objects: ``{kubernetes_version, nodes, pods, cluster_policies, nvidia_drivers, dra}`` (``dra`` a
+    ``DraIndex``; a CRD that is not installed gives None). ``client`` is a ``_clients.k8s.K8sClient``."""
+    return {
+        "kubernetes_version": client.version(),
+        "nodes": client.list_core("nodes", label_selector=label_selector, page_size=page_size),
+        "pods": client.list_core("pods", namespace=operator_namespace, page_size=page_size),
+        "cluster_policies": client.list_custom("nvidia.com", "v1", "clusterpolicies", page_size=page_size),
+        "nvidia_drivers": client.list_custom("nvidia.com", "v1alpha1", "nvidiadrivers", page_size=page_size),
+        "dra": read_index(client, dra_driver, page_size=page_size),
+    }
+
+
+def view_of(lists, label_selector=None, node_detail="all"):
+    """The ``cluster_view`` of :func:`read_lists`' objects, with ``kubernetes_version`` (without a label selector
+    only GPU nodes are kept: the LIST could not narrow them server-side)."""
+    result = cluster_view(
+        lists["nodes"],
+        lists["pods"],
+        lists["cluster_policies"],
+        lists["nvidia_drivers"],
+        gpu_nodes_only=not label_selector,
+        dra=lists["dra"],
+        node_detail=node_detail,
+    )
+    result["kubernetes_version"] = lists["kubernetes_version"]
+    return result
