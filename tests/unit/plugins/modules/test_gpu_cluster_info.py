@@ -150,7 +150,7 @@ def test_node_detail_problems_details_only_the_nodes_with_a_problem_and_summaris
     assert fleet["node_summary"] == full["node_summary"]
     assert [fleet["node_summary"][n]["problems"] for n in ("g0", "g2")] == [[], []]
     assert fleet["node_summary"]["g0"]["gpu_allocatable"] == 8
-    assert fleet["node_summary"]["g1"]["problems"] == ["unschedulable"]
+    assert fleet["node_summary"]["g1"]["problems"] == ["unschedulable", "foreign-quarantine"]  # nobody upgrades it
     assert fleet["totals"] == full["totals"] and fleet["totals"]["nodes_unschedulable"] == 1
     assert fleet["api_requests"] == full["api_requests"]
 
@@ -234,11 +234,15 @@ def test_unreadable_kubeconfig_fails_cleanly_through_the_real_client_factory(tmp
     assert missing in outcome["msg"] and "could not be read" in outcome["msg"]
 
 
-def test_argument_spec_is_the_kubeconfig_spec_plus_five_options():
-    from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
+def test_argument_spec_is_the_kubeconfig_and_quarantine_specs_plus_five_options():
+    from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import (
+        KUBECONFIG_ARG_SPEC,
+        QUARANTINE_ARG_SPEC,
+    )
 
     spec = gpu_cluster_info.argspec()
-    assert set(spec) - set(KUBECONFIG_ARG_SPEC) == {
+    assert spec["quarantine_markers"] == QUARANTINE_ARG_SPEC["quarantine_markers"]
+    assert set(spec) - set(KUBECONFIG_ARG_SPEC) - set(QUARANTINE_ARG_SPEC) == {
         "label_selector",
         "operator_namespace",
         "page_size",
