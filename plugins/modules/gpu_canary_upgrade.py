@@ -370,8 +370,9 @@ status:
     - For O(step=status) - C(record), C(phase) (null without a record), C(unfinished), C(target), C(from),
       C(started), C(updated), C(reason) (the last failure), C(waves) (C(index), C(name), C(status), C(reason),
       C(nodes)), C(nodes) (per planned node C(upgrade_state), C(driver_version), C(skip), C(tainted), C(cordoned),
-      C(failure)), C(leftovers) (what a canary upgrade left on the cluster), C(kept) (the tolerations a finished
-      upgrade keeps), C(next) (what to run) and C(lines).
+      C(failure)), C(foreign_quarantine) (per node the record left out because someone else quarantined it, its
+      state as in C(nodes) and its C(evidence) now), C(leftovers) (what a canary upgrade left on the cluster),
+      C(kept) (the tolerations a finished upgrade keeps), C(next) (what to run) and C(lines).
   returned: when O(step) is V(status)
   type: dict
   sample:

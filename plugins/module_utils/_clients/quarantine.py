@@ -164,3 +164,18 @@ def evidence_text(evidence):
             what = "cordon"
         parts.append("%s [%s]" % (what, e["owner"]))
     return ", ".join(parts)
+
+
+def quarantine_fix(evidence):
+    """What to do about a node someone else took out of service: leave it to its owner."""
+    owners = [o for o in owners_of(evidence) if o != UNKNOWN_OWNER]
+    if owners:
+        return (
+            "%s owns the node: leave it to it (do not uncordon or untaint it by hand); it gives the node back when its "
+            "remediation ends, or release it there" % " and ".join(owners)
+        )
+    return (
+        "someone cordoned the node outside any driver upgrade: find out who (the node's events, your remediation "
+        "tooling) and uncordon it once that work is done, or list that tool's taint or annotation in "
+        "quarantine_markers"
+    )

@@ -23,6 +23,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quara
     evidence_text,
     owners_of,
     quarantine_evidence,
+    quarantine_fix,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import PlanError
@@ -93,8 +94,7 @@ def report(found, budget_now):
             "owners": owners_of(found[n]),
             "evidence": found[n],
             "counts_against_max_unavailable": n in used,
-            "fix": "%s owns the node: let it finish (or release the node there); the upgrade leaves it cordoned and "
-            "tainted as it is, on its old driver, with the skip label" % " and ".join(owners_of(found[n])),
+            "fix": quarantine_fix(found[n]),
         }
         for n in sorted(found)
     ]

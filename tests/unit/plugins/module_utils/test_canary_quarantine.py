@@ -174,6 +174,11 @@ def test_a_quarantined_node_is_left_out_held_and_untouched_through_the_whole_upg
     assert [what for _method, path, what in api.writes if path.endswith("/h-2")] == [
         "node h-2: hold the upgrade (skip label)"
     ]
+    status = run_module(api, step="status")["status"]
+    assert status["foreign_quarantine"]["h-2"]["cordoned"] and status["foreign_quarantine"]["h-2"]["skip"]
+    assert [e["kind"] for e in status["foreign_quarantine"]["h-2"]["evidence"]][-1] == "cordon"
+    assert any(line.startswith("Left out, quarantined by someone else") for line in status["lines"])
+    assert "h-2" not in status["nodes"], "listed apart from the upgraded nodes"
 
 
 def test_the_refuse_option_stops_prepare_before_any_write_and_names_the_evidence():
