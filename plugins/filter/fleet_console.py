@@ -16,7 +16,8 @@ description:
   - Renders the result of P(gpuops.gpu_operator.fleet_summary#filter) for the console, as lines - the totals with the
     failing layers, the passing nodes by name, then per failing node (lowest failing layer first, at most O(limit))
     its layer, the evidence of that layer's findings in full, the fix, and the first command to paste (C(run:)),
-    and the higher layers that fail too (often consequences); then the report files.
+    and the higher layers that fail too (often consequences); then each node someone else took out of service
+    (C(QUARANTINED), its owners, evidence and fix - not a failure); then the report files.
   - "The command follows the failing layer and the node's operand pods in O(nodes): the logs of the layer's pod
     (driver, container-toolkit, device-plugin or gpu-feature-discovery for the labels, mig-manager, dcgm-exporter,
     dra-driver) - or C(kubectl describe pod) when that pod is still being created, so its events say why; C(kubectl
@@ -107,6 +108,8 @@ def fleet_console(summary, nodes=None, namespace="gpu-operator", reports=None, l
         summary.get("failed", 0),
         len(rows),
     )
+    if summary.get("quarantined"):
+        head += ", %d quarantined by someone else" % summary["quarantined"]
     if order:
         head += " (%s)" % ", ".join("%s %d" % (la, by_layer[la]) for la in order)
     lines = [head]
@@ -116,6 +119,10 @@ def fleet_console(summary, nodes=None, namespace="gpu-operator", reports=None, l
     nodes = nodes or {}
     for row in failing[: max(int(limit), 0)]:
         lines += _row_lines(row, nodes.get(row["node"]), namespace)
+    for row in [r for r in rows if r.get("verdict") == "quarantined"][: max(int(limit), 0)]:
+        q = row["quarantine"]
+        lines += ["QUARANTINED %s by %s: %s" % (row["node"], ", ".join(q["owners"]), row["evidence"][0])]
+        lines += ["  fix: %s" % q["fix"]]
     if len(failing) > limit:
         lines.append("%d more failing node(s) in the reports" % (len(failing) - limit))
     if reports:
