@@ -187,3 +187,23 @@ def test_the_refuse_option_stops_prepare_before_any_write_and_names_the_evidence
     with pytest.raises(CanaryAbort, match="node h-2 is quarantined by someone else \\(cordon \\[unknown"):
         run_module(api, step="prepare", foreign_quarantine="fail")
     assert api.writes == []
+
+
+def test_a_node_quarantined_between_waves_is_set_aside_when_the_run_resumes_and_the_run_finishes():
+    api = FakeAPI(NAMES)
+    waves = [1, "100%"]
+    assert [w["nodes"] for w in run_module(api, step="plan", waves=waves)["plan"]["waves"]][1] == ["a-1"]
+    run_module(api, step="prepare", waves=waves)
+    run_module(api, step="wave", wave=0, waves=waves, poll_interval=0.5)
+    run_module(api, step="finish_wave", wave=0, waves=waves)
+    nvsentinel(api.nodes["a-1"])
+    plan = run_module(api, step="prepare", waves=waves)["plan"]
+    assert plan["waves"][1]["nodes"] == [] and [q["node"] for q in plan["foreign_quarantine"]] == ["a-1"]
+    for index in (1, 2):  # the emptied wave passes through
+        run_module(api, step="wave", wave=index, waves=waves, poll_interval=0.5)
+        run_module(api, step="finish_wave", wave=index, waves=waves)
+    assert record(api)["phase"] == "done" and record(api)["quarantined"] == ["a-1"]
+    assert api.nodes["a-1"]["spec"]["unschedulable"] is True
+    assert [what for _method, path, what in api.writes if path.endswith("/a-1")] == [
+        "node a-1: hold the upgrade (skip label)"
+    ]
