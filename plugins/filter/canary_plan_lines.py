@@ -15,7 +15,9 @@ author: gpuops.gpu_operator contributors (@gpuops)
 description:
   - Renders the RV(gpuops.gpu_operator.gpu_canary_upgrade#module:plan) of M(gpuops.gpu_operator.gpu_canary_upgrade)
     for people - the source and target versions with the mode and whether the run resumes, the skip label, one line
-    per wave (status, taint, nodes), the nodes left unplanned or excluded, the gate (PodDisruptionBudgets, GPU jobs),
+    per wave (status, taint, nodes), the nodes left unplanned or excluded, one line per node someone else
+    quarantined (its owners and evidence, whether it uses C(maxUnavailable)) with the budget that is left, the gate
+    (PodDisruptionBudgets, GPU jobs),
     each GPU workload's CUDA version against the target driver, and the gate's failures.
 options:
   _input:
@@ -37,6 +39,7 @@ _value:
   elements: str
 """
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import evidence_text  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import target_text  # noqa: E402
 
 
@@ -57,6 +60,35 @@ def _cuda_lines(cuda):
     return lines
 
 
+def _quarantine_lines(plan):
+    found = plan.get("foreign_quarantine") or []
+    if not found:
+        return []
+    budget = plan.get("budget") or {}
+    lines = [
+        "Foreign quarantine (left out of the waves, cordon and taints untouched, skip label held): %d node(s); "
+        "maxUnavailable %s of %s GPU nodes = %s, %s used by them, %s left"
+        % (
+            len(found),
+            budget.get("max_unavailable"),
+            budget.get("gpu_nodes"),
+            budget.get("allowed"),
+            len(budget.get("used_by_quarantine") or []),
+            budget.get("left"),
+        )
+    ]
+    lines.extend(
+        "  %s: %s%s"
+        % (
+            q["node"],
+            evidence_text(q["evidence"]),
+            "" if q["counts_against_max_unavailable"] else " (schedulable and Ready: not counted)",
+        )
+        for q in found
+    )
+    return lines
+
+
 def canary_plan_lines(plan):
     gate = plan.get("gate") or {}
     state = "resuming, phase %s" % plan.get("phase") if plan.get("resumed") else "new"
@@ -71,6 +103,7 @@ def canary_plan_lines(plan):
     )
     lines.append("Not planned (keep the skip label): %s" % _names(plan.get("unplanned")))
     lines.append("Excluded: %s" % _names(plan.get("excluded")))
+    lines.extend(_quarantine_lines(plan))
     verdict = "passed" if gate.get("passed") else "FAILED"
     pdbs, jobs = _names(gate.get("pdbs"), "name"), _names(gate.get("gpu_jobs"), "pod")
     lines.append("Gate: %s; PDBs: %s; GPU jobs: %s" % (verdict, pdbs, jobs))

@@ -16,7 +16,8 @@ description:
   - Renders the result of P(gpuops.gpu_operator.fleet_summary#filter) for the console, as lines - the totals with the
     failing layers, the passing nodes by name, then per failing node (lowest failing layer first, at most O(limit))
     its layer, the evidence of that layer's findings in full, the fix, and the first command to paste (C(run:)),
-    and the higher layers that fail too (often consequences); then the report files.
+    and the higher layers that fail too (often consequences); then each node someone else took out of service
+    (C(QUARANTINED), its owners, evidence and fix - not a failure); then the report files.
   - "The command follows the failing layer and the node's operand pods in O(nodes): the logs of the layer's pod
     (driver, container-toolkit, device-plugin or gpu-feature-discovery for the labels, mig-manager, dcgm-exporter,
     dra-driver) - or C(kubectl describe pod) when that pod is still being created, so its events say why; C(kubectl

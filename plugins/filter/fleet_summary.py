@@ -21,6 +21,10 @@ description:
     for its DRA kubelet plugin pod, its ResourceSlices (published, complete, of one generation), its published GPUs
     against NVML's (count and UUIDs) and device taints, each at layer C(dra); a DRA-only node skips the allocatable
     check and its smoke result comes from a claim.
+  - A node that a fault-remediation system (NVSentinel, node-problem-detector; the C(quarantine) evidence of its
+    M(gpuops.gpu_operator.gpu_cluster_info) view) or a person took out of service - a cordon the driver upgrade does
+    not hold - gets the verdict V(quarantined) with its owners, evidence and fix (leave it to its owner), not a
+    failure at some layer; it never fails the play.
   - Each failing check is a finding with a layer, evidence and a fix. The node's verdict names the lowest failing
     layer in dependency order - C(driver), C(node), C(toolkit), C(device-plugin), C(dra), C(gpu-health), C(mig),
     C(scheduling), C(workload), C(monitoring).
@@ -94,9 +98,10 @@ _value:
   description:
     - C(rows) (one per host - C(host), C(node), C(pool), C(nvml_gpus), C(driver_version), C(health),
       C(mode), C(allocatable), C(dra_devices), C(product), C(mig_config), C(smoke), C(checks) (outcome per check -
-      V(pass), V(fail) or V(skipped)), C(verdict) (V(pass) or V(fail)), C(failing_layer), C(evidence) (of the
-      failing layer) and C(findings) (C(check), C(layer), C(evidence), C(fix), lowest layer first)), C(passed),
-      C(failed), C(failed_by_layer), C(layers), C(checks), C(toolkit_mode) (V(nri-plugin) with O(nri_plugin), else
+      V(pass), V(fail) or V(skipped)), C(verdict) (V(pass), V(fail) or V(quarantined)), C(failing_layer), C(evidence)
+      (of the failing layer, or the quarantine's), C(quarantine) (null, or C(owners), C(evidence) and C(fix)) and
+      C(findings) (C(check), C(layer), C(evidence), C(fix), lowest layer first)), C(passed), C(failed),
+      C(quarantined), C(failed_by_layer), C(layers), C(checks), C(toolkit_mode) (V(nri-plugin) with O(nri_plugin), else
       V(runtime-handler)), C(by_owner) and C(lines) (a plain-text table).
     - C(by_owner) groups the failing nodes by the owner of their failing layer (O(routes)), the owner of the lowest
       layer first - C(owner), C(layers) and C(failures) (C(node), C(host), C(layer), C(evidence), C(fix) and

@@ -17,10 +17,11 @@ description:
     C(nvidia.com/gpu-driver-upgrade.skip=true), so the controller leaves it in C(upgrade-required) on its old driver.
   - The progress record (the plan, each wave's status, the nodes it labelled) is a ConfigMap in
     O(operator_namespace), so a second run with the same target continues where the first stopped.
-  - O(step=plan) reads the cluster and returns the plan (waves and their nodes, labels, taints) and the gate
-    (nodes in C(upgrade-failed), foreign cordons, PodDisruptionBudgets, GPU jobs, the CUDA versions of running
-    workloads, and a change the operator would never make - a driver version where the driver is preinstalled or
-    disabled, a toolkit, device plugin or MIG setting in O(chart_values) where that operand is disabled). Read-only.
+  - O(step=plan) reads the cluster and returns the plan (waves and their nodes, labels, taints, the nodes someone else
+    quarantined - see O(foreign_quarantine)) and the gate (nodes in C(upgrade-failed), PodDisruptionBudgets, GPU jobs,
+    the CUDA versions of running workloads, and a change the operator would never make - a driver version where the
+    driver is preinstalled or disabled, a toolkit, device plugin or MIG setting in O(chart_values) where that operand is
+    disabled). Read-only.
   - O(step=prepare) saves the record (with what it is about to change, as it was), makes every operand
     (ClusterPolicy C(spec.daemonsets.tolerations)) and the NFD worker tolerate the canary taint, sets the skip label
     on every node not yet proven and only then points the ClusterPolicy (or every NVIDIADriver in CRD mode) at
@@ -52,6 +53,7 @@ author:
   - gpuops.gpu_operator contributors (@gpuops)
 extends_documentation_fragment:
   - gpuops.gpu_operator.kubeconfig
+  - gpuops.gpu_operator.quarantine
   - gpuops.gpu_operator.attributes
   - gpuops.gpu_operator.attributes.CHECK_MODE_PLAN
   - gpuops.gpu_operator.attributes.NO_DIFF
@@ -111,6 +113,19 @@ options:
     type: list
     elements: str
     default: []
+  foreign_quarantine:
+    description:
+      - What the plan does with a GPU node that someone else took out of service - a fault-remediation system (a
+        known marker - taint, annotation or node condition - of NVSentinel or node-problem-detector, or one of
+        O(quarantine_markers)) or a cordon that the operator's upgrade controller does not hold.
+      - V(skip) leaves such a node out of the waves and never uncordons, untaints or drains it (O(step=prepare) only
+        holds it with the skip label, so the upgrade controller does not upgrade it either); it is listed with its
+        evidence in C(plan.foreign_quarantine), apart from failures. The gate fails only when the quarantined nodes
+        that are cordoned or NotReady use the whole C(maxUnavailable) of the upgrade controller (C(plan.budget)).
+      - V(fail) makes the gate refuse to start while a quarantined node is not in O(exclude).
+    type: str
+    choices: [skip, fail]
+    default: skip
   taint_key:
     description: Key of the canary taint.
     type: str
@@ -225,7 +240,7 @@ options:
 EXAMPLES = r"""
 # Every step of one upgrade, in order, each with the same target, canary pool and waves. The gpu_canary_upgrade role
 # (playbooks/upgrade.yml) runs them the same way, with the chart upgrade after prepare and a smoke test as the proof.
-- name: Plan the canary upgrade (read-only; the gate fails on a cordoned node, a PDB or an incompatible CUDA image)
+- name: Plan the canary upgrade (read-only; the gate fails on an old upgrade failure or an incompatible CUDA image)
   gpuops.gpu_operator.gpu_canary_upgrade:
     step: plan
     driver_version: 610.57.04
@@ -296,8 +311,13 @@ plan:
   description:
     - For every step but O(step=rollback) and O(step=status), the plan - C(target) and C(from) versions, C(mode)
       (V(clusterpolicy) or V(nvidiadriver)), C(taint), C(skip_label), C(waves) (C(index), C(name), C(nodes),
-      C(status), C(taint)), C(next_wave), C(unplanned), C(excluded), C(resumed), C(phase), and C(gate) (C(passed),
-      C(failures), C(unmanaged) (per operand, the planned nodes it does not run on and why), C(cordoned), C(pdbs),
+      C(status), C(taint)), C(next_wave), C(unplanned), C(excluded), C(foreign_quarantine) (per GPU node someone
+      else took out of service - C(node), C(owners), C(evidence) (C(kind) - V(taint), V(annotation), V(condition)
+      or V(cordon) -, C(key), C(owner) and the taint's C(value) and C(effect), the annotation's C(value) or the
+      condition's C(reason) and C(message)), C(counts_against_max_unavailable) and C(fix)), C(budget)
+      (C(max_unavailable), C(gpu_nodes), C(allowed), C(used_by_quarantine), C(left)), C(resumed), C(phase), and
+      C(gate) (C(passed), C(failures), C(unmanaged) (per operand, the planned nodes it does not run on and why),
+      C(pdbs),
       C(gpu_jobs), and C(cuda) - C(target_driver), C(workloads) with C(pod), C(node), C(container), C(image),
       C(cuda), C(required_driver), C(ok), and C(unknown)), C(tolerations) (what the chart upgrade must keep of the
       preparation) and C(switches) (each ClusterPolicy section's C(enabled), which a chart upgrade keeps).
@@ -307,6 +327,14 @@ plan:
     target: {driver_version: 610.57.04, chart_version: null}
     waves:
       - {index: 0, name: canary, nodes: [h100-0], status: pending, taint: "gpuops.io/canary-upgrade=canary:NoSchedule"}
+    foreign_quarantine:
+      - node: h100-5
+        owners: [NVSentinel]
+        evidence:
+          - {kind: taint, key: nvidia.com/gpu-xid-error, value: "true", effect: NoSchedule, owner: NVSentinel}
+          - {kind: cordon, key: spec.unschedulable, owner: NVSentinel}
+        counts_against_max_unavailable: true
+    budget: {max_unavailable: 25%, gpu_nodes: 20, allowed: 5, used_by_quarantine: [h100-5], left: 4}
     gate:
       {passed: true, failures: [], pdbs: [], gpu_jobs: [], cuda: {target_driver: 610.57.04, workloads: [], unknown: []}}
 record:
@@ -342,8 +370,9 @@ status:
     - For O(step=status) - C(record), C(phase) (null without a record), C(unfinished), C(target), C(from),
       C(started), C(updated), C(reason) (the last failure), C(waves) (C(index), C(name), C(status), C(reason),
       C(nodes)), C(nodes) (per planned node C(upgrade_state), C(driver_version), C(skip), C(tainted), C(cordoned),
-      C(failure)), C(leftovers) (what a canary upgrade left on the cluster), C(kept) (the tolerations a finished
-      upgrade keeps), C(next) (what to run) and C(lines).
+      C(failure)), C(foreign_quarantine) (per node the record left out because someone else quarantined it, its
+      state as in C(nodes) and its C(evidence) now), C(leftovers) (what a canary upgrade left on the cluster),
+      C(kept) (the tolerations a finished upgrade keeps), C(next) (what to run) and C(lines).
   returned: when O(step) is V(status)
   type: dict
   sample:
@@ -373,7 +402,10 @@ import time
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import KUBERNETES, module_client
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import (
+    KUBECONFIG_ARG_SPEC,
+    QUARANTINE_ARG_SPEC,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.run import Canary
@@ -381,7 +413,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
 
 
 def argspec():
-    spec = dict(KUBECONFIG_ARG_SPEC)
+    spec = dict(KUBECONFIG_ARG_SPEC, **QUARANTINE_ARG_SPEC)
     spec.update(
         step=dict(type="str", default="plan", choices=["plan", "prepare", "wave", "finish_wave", "rollback", "status"]),
         driver_version=dict(type="str"),
@@ -391,6 +423,7 @@ def argspec():
         canary_selector=dict(type="str", default=""),
         waves=dict(type="list", elements="raw", default=["100%"]),
         exclude=dict(type="list", elements="str", default=[]),
+        foreign_quarantine=dict(type="str", default="skip", choices=["skip", "fail"]),
         taint_key=dict(type="str", default="gpuops.io/canary-upgrade", no_log=False),
         taint_effect=dict(type="str", default="NoSchedule", choices=["NoSchedule", "PreferNoSchedule", "NoExecute"]),
         operator_namespace=dict(type="str", default="gpu-operator"),

@@ -36,6 +36,7 @@ author:
   - gpuops.gpu_operator contributors (@gpuops)
 extends_documentation_fragment:
   - gpuops.gpu_operator.kubeconfig
+  - gpuops.gpu_operator.quarantine
   - gpuops.gpu_operator.attributes
   - gpuops.gpu_operator.attributes.INFO_MODULE
   - gpuops.gpu_operator.attributes.CLUSTER
@@ -156,7 +157,11 @@ nodes:
       C(replicas), C(sharing_strategy), C(driver_version), C(cuda_runtime_version), and C(mig) with C(capable),
       C(strategy), C(config), C(config_state), C(types)); C(capacity) and C(allocatable) (only C(nvidia.com/gpu) and
       C(nvidia.com/mig-*), as integers); C(taints) (list of C(key), C(value), C(effect)); C(unschedulable) (cordoned);
-      C(ready); C(conditions) (by type - C(status), C(reason), C(message), C(last_transition_time));
+      C(ready); C(conditions) (by type - C(status), C(reason), C(message), C(last_transition_time)); C(quarantine)
+      (the evidence that a fault-remediation system or a person took the node out of service - each remediation
+      marker it carries (O(quarantine_markers)) and a cordon the upgrade controller does not hold, with C(kind),
+      C(key), C(owner) and the taint's C(value) and C(effect), the annotation's C(value) or the condition's
+      C(reason) and C(message); empty when none);
       C(upgrade_state) (label C(nvidia.com/gpu-driver-upgrade-state), null when absent); C(upgrade_skip);
       C(deploy) (the C(nvidia.com/gpu.deploy.<component>) labels by component); C(labels) (all C(nvidia.com/*) and
       NVIDIA PCI labels); C(kubelet_version), C(kernel_version), C(os_image), C(container_runtime_version);
@@ -249,7 +254,8 @@ node_summary:
       C(unschedulable), C(operands_ready) (as in RV(nodes)), C(gpu_capacity) and C(gpu_allocatable) (the
       C(nvidia.com/gpu) resource, null when not advertised), C(dra_devices) (DRA devices published), and
       C(problems).
-    - C(problems) lists, in this order, V(not-ready), V(unschedulable) (cordoned), V(operands-not-ready),
+    - C(problems) lists, in this order, V(not-ready), V(unschedulable) (cordoned), V(foreign-quarantine) (its
+      C(quarantine) evidence is not empty), V(operands-not-ready),
       V(operands-missing), V(upgrade-failed) (driver upgrade state) and V(dra) (the node's C(dra.problems) is not
       empty) where they apply; empty for a healthy node.
   returned: always
@@ -332,12 +338,16 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import NODE_DETAIL
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import DRIVER
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import KUBERNETES, module_client
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC, check_minimums
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import (
+    KUBECONFIG_ARG_SPEC,
+    QUARANTINE_ARG_SPEC,
+    check_minimums,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
 
 
 def argspec():
-    spec = dict(KUBECONFIG_ARG_SPEC)
+    spec = dict(KUBECONFIG_ARG_SPEC, **QUARANTINE_ARG_SPEC)
     spec.update(
         {
             "label_selector": {"type": "str"},
@@ -357,10 +367,11 @@ def gather(
     page_size=2000,
     dra_driver=DRIVER,
     node_detail="problems",
+    quarantine_markers=(),
 ):
     """All LISTs the view needs, then the view itself. ``client`` is a ``_clients.k8s.K8sClient``."""
     lists = read_lists(client, label_selector, operator_namespace, page_size, dra_driver)
-    result = view_of(lists, label_selector, node_detail)
+    result = view_of(lists, label_selector, node_detail, quarantine_markers)
     result["api_requests"] = client.requests
     return result
 
@@ -375,6 +386,7 @@ def execute_module(module):
         page_size=module.params["page_size"],
         dra_driver=module.params["dra_driver"],
         node_detail=module.params["node_detail"],
+        quarantine_markers=module.params["quarantine_markers"],
     )
     result["changed"] = False
     return result

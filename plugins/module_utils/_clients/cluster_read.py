@@ -30,9 +30,10 @@ def read_lists(client, label_selector=None, operator_namespace="gpu-operator", p
     }
 
 
-def view_of(lists, label_selector=None, node_detail="all"):
+def view_of(lists, label_selector=None, node_detail="all", quarantine_markers=()):
     """The ``cluster_view`` of :func:`read_lists`' objects, with ``kubernetes_version`` (without a label selector
-    only GPU nodes are kept: the LIST could not narrow them server-side)."""
+    only GPU nodes are kept: the LIST could not narrow them server-side); ``quarantine_markers`` as in
+    ``cluster_view``."""
     result = cluster_view(
         lists["nodes"],
         lists["pods"],
@@ -41,6 +42,7 @@ def view_of(lists, label_selector=None, node_detail="all"):
         gpu_nodes_only=not label_selector,
         dra=lists["dra"],
         node_detail=node_detail,
+        quarantine_markers=quarantine_markers,
     )
     result["kubernetes_version"] = lists["kubernetes_version"]
     return result

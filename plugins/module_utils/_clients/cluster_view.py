@@ -28,6 +28,11 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.opera
     operand_ok,
     operands_by_node,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import (
+    UPGRADE_STATE_LABEL,
+    markers,
+    quarantine_evidence,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
     is_true,
@@ -38,7 +43,6 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
 
 GPU_RESOURCE = "nvidia.com/gpu"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
-UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
 UPGRADE_SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"
 DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."
 PRESENT_LABEL = "nvidia.com/gpu.present"
@@ -177,10 +181,11 @@ def node_mode(capacity, dra_devices):
     return "dra" if dra_devices else "none"
 
 
-def node_view(node, operands=None, required=ALL_REQUIRED, dra=None):
+def node_view(node, operands=None, required=ALL_REQUIRED, dra=None, known=None):
     """The per-node GPU view of one node dict (and its operand summaries from :func:`operands_by_node`);
     ``required``: the required operands the ClusterPolicy enables (:func:`required_operands`); ``dra``: the
-    cluster's ``dra_view.DraIndex`` (None: DRA not read, no devices)."""
+    cluster's ``dra_view.DraIndex`` (None: DRA not read, no devices); ``known``: the remediation markers
+    (``_clients.quarantine.markers``; None: the known ones) whose evidence is the view's ``quarantine``."""
     spec = node.get("spec") or {}
     status = node.get("status") or {}
     labels = labels_of(node)
@@ -205,6 +210,7 @@ def node_view(node, operands=None, required=ALL_REQUIRED, dra=None):
         "unschedulable": bool(spec.get("unschedulable")),
         "ready": conditions.get("Ready", {}).get("status") == "True",
         "conditions": conditions,
+        "quarantine": quarantine_evidence(node, markers() if known is None else known),
         "upgrade_state": labels.get(UPGRADE_STATE_LABEL),
         "upgrade_skip": is_true(labels.get(UPGRADE_SKIP_LABEL)),
         "deploy": deploy,
@@ -356,6 +362,7 @@ def node_problems(view):
     checks = (
         ("not-ready", not view["ready"]),
         ("unschedulable", view["unschedulable"]),
+        ("foreign-quarantine", bool(view["quarantine"])),
         ("operands-not-ready", not view["operands_ready"]),
         ("operands-missing", bool(view["operands_missing"])),
         ("upgrade-failed", view["upgrade_state"] == "upgrade-failed"),
@@ -386,7 +393,14 @@ def _kept(summaries, coverage):
 
 
 def cluster_view(
-    nodes, pods, cluster_policies=None, nvidia_drivers=None, gpu_nodes_only=True, dra=None, node_detail="all"
+    nodes,
+    pods,
+    cluster_policies=None,
+    nvidia_drivers=None,
+    gpu_nodes_only=True,
+    dra=None,
+    node_detail="all",
+    quarantine_markers=(),
 ):
     """Everything the module returns except request counts and the server version.
 
@@ -394,16 +408,19 @@ def cluster_view(
     None (None: the CRD is not installed); ``dra``: a ``dra_view.DraIndex`` (None: DRA not read). With
     ``gpu_nodes_only`` nodes failing :func:`is_gpu_node` are dropped (used when no label selector narrowed the
     LIST server-side); a node that publishes DRA devices counts as a GPU node. ``node_detail`` (one of
-    :data:`NODE_DETAIL`) picks the nodes kept in ``nodes`` (the full view) and in ``node_summary``.
+    :data:`NODE_DETAIL`) picks the nodes kept in ``nodes`` (the full view) and in ``node_summary``;
+    ``quarantine_markers`` adds
+    remediation markers to the known ones (each node view's ``quarantine``).
     """
     dra = dra or DraIndex(None)
+    known = markers(quarantine_markers)
     by_node, unscheduled = operands_by_node(pods)
     required = required_operands(cluster_policy_in_use(cluster_policies))
     views = []
     for node in nodes:
         if gpu_nodes_only and not (is_gpu_node(node) or name_of(node) in dra.by_node):
             continue
-        views.append(node_view(node, by_node.get(name_of(node)), required, dra))
+        views.append(node_view(node, by_node.get(name_of(node)), required, dra, known))
     views.sort(key=lambda v: v["name"] or "")
     peer_shortfalls(views)
     if node_detail not in NODE_DETAIL:

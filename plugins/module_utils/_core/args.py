@@ -33,6 +33,21 @@ KUBECONFIG_ARG_SPEC = dict(
     api_timeout=dict(type="int", default=30),
 )
 
+#: Remediation markers beyond the known ones (``_clients.quarantine``). Mirrors ``plugins/doc_fragments/quarantine.py``
+#: one to one; change both together.
+QUARANTINE_ARG_SPEC = dict(
+    quarantine_markers=dict(
+        type="list",
+        elements="dict",
+        default=[],
+        options=dict(
+            kind=dict(type="str", required=True, choices=["taint", "annotation", "condition"]),
+            key=dict(type="str", required=True, no_log=False),
+            owner=dict(type="str", default="user-listed"),
+        ),
+    ),
+)
+
 #: Keys of a kubeconfig ``users[].user`` entry whose values are secrets.
 SECRET_USER_KEYS = ("token", "password", "client-key-data", "client-certificate-data")
 

@@ -14,6 +14,7 @@ import pytest
 from validate_helpers import Validate
 
 from tests.integration.simop_helpers import wait_for
+from tests.sim import remediation
 from tests.sim.operator import prometheus
 
 DEPLOY_DCGM = "nvidia.com/gpu.deploy.dcgm-exporter"
@@ -141,6 +142,27 @@ def test_xid_validator_and_untolerated_taint_are_gpu_health_driver_and_schedulin
     assert any("unhealthy" in e for e in rows[a]["evidence"])
     assert any("driver-validation" in e for e in rows[b]["evidence"])
     assert any("had untolerated taint" in e for e in rows[t4]["evidence"])
+
+
+def test_a_node_a_remediation_system_quarantined_is_named_quarantined_with_its_owner_not_a_failure(
+    validate, gpu_operator, nodes
+):
+    a, _b, _t4 = nodes
+    remediation.quarantine(gpu_operator.core, a)
+    try:
+        rc, report, out = validate.run(gpu_validate_fail_on="any")
+        assert rc == 0, out[-3000:]  # its owner acts on it: not a failure of the play
+        row = Validate.rows(report)[a]
+        assert row["verdict"] == "quarantined" and row["failing_layer"] is None
+        assert row["quarantine"]["owners"] == ["NVSentinel"]
+        kinds = {e["kind"]: e["key"] for e in row["quarantine"]["evidence"]}
+        assert kinds["taint"] == remediation.TAINT["key"] and kinds["condition"] == remediation.CONDITION
+        assert "NVSentinel owns the node" in row["quarantine"]["fix"]
+        assert row["smoke"] is None or row["smoke"]["reason"] == "not run"  # no smoke pod on a node it holds
+        assert report["quarantined"] == 1 and report["failed"] == 0
+        assert "QUARANTINED %s by NVSentinel: annotation quarantineHealthEvent" % a in out
+    finally:
+        remediation.release(gpu_operator.core, a)
 
 
 def test_mig_failure_and_missing_exporter_are_mig_and_monitoring(validate, gpu_operator, nodes):

@@ -252,6 +252,14 @@ def test_max_unavailable_blocks_when_cordoned_nodes_eat_budget():
     assert set(acts) == {"n0"} and acts["n0"]["state"] == "cordon-required"
 
 
+def test_a_quarantined_node_held_by_the_skip_label_still_uses_the_budget_and_never_moves():
+    nodes = [info(f"n{i}", "upgrade-required", up_to_date=False, driver_pod="old") for i in range(4)]
+    nodes[0].update(unschedulable=True, skip=True)  # a remediation system's cordon; the canary holds the node
+    assert L.upgrade_step(nodes, POLICY, 0.0) == {}  # 25% of 4 = 1, used up by the quarantined node
+    acts = L.upgrade_step(nodes, {**POLICY, "maxUnavailable": 2}, 0.0)
+    assert set(acts) == {"n1"} and acts["n1"]["state"] == "cordon-required"
+
+
 def test_initially_cordoned_node_stays_cordoned():
     nodes = [info("n0", "upgrade-required", unschedulable=True, up_to_date=False, driver_pod="old")]
     simulate(nodes, {**POLICY, "maxUnavailable": "100%"})

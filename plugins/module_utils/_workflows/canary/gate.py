@@ -24,10 +24,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.cuda import cuda_check
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.managed import refusals
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import (
-    FAILED_ANNOTATION,
-    IN_PROGRESS_STATES,
-)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import FAILED_ANNOTATION
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.pods import (
     active_gpu_pods,
     parse_selector,
@@ -59,8 +56,8 @@ def _pdb_matches(pdb, pod):
 
 
 def _node_failures(nodes, planned, ours_failed):
-    """``(failures, cordoned)`` of the planned nodes: foreign upgrade failures and foreign cordons."""
-    failures, cordoned = [], []
+    """The planned nodes in ``upgrade-failed`` from an earlier upgrade (not this run's failed wave)."""
+    failures = []
     for node in nodes:
         n = name_of(node)
         if n not in planned:
@@ -71,14 +68,7 @@ def _node_failures(nodes, planned, ours_failed):
                 "node %s is in upgrade-failed from an earlier upgrade; fix it and relabel it "
                 "%s=upgrade-required (or exclude it) before a canary upgrade" % (n, UPGRADE_STATE_LABEL)
             )
-        # the upgrade controller cordons the nodes it works on, and leaves a failed one cordoned
-        if (node.get("spec") or {}).get("unschedulable") and state not in IN_PROGRESS_STATES | {"upgrade-failed"}:
-            cordoned.append(n)
-            failures.append(
-                "node %s is cordoned by someone else (no upgrade in progress); it counts against the upgrade "
-                "controller's maxUnavailable: uncordon it or exclude it from the plan" % n
-            )
-    return failures, cordoned
+    return failures
 
 
 def _gpu_jobs(pods, pdbs, planned, wait_selector):
@@ -123,19 +113,20 @@ def gate(
     cp=None,
     values=None,
     nvidia_drivers=(),
+    quarantine_failures=(),
 ):
-    """The cluster part of the gate: ``{"passed", "failures", "unmanaged", "cordoned", "pdbs", "gpu_jobs", "cuda"}``.
+    """The cluster part of the gate: ``{"passed", "failures", "unmanaged", "pdbs", "gpu_jobs", "cuda"}``.
 
     Refuses, before any write, a change the operator would never make on a planned node (see :mod:`.managed`: a
     driver version where the driver is preinstalled or disabled, a toolkit, device plugin or MIG setting in the chart
     ``values`` where that operand is disabled).
 
-    Fails on a planned node in ``upgrade-failed`` that this run did not leave there (the record's failed wave
-    is ours to retry) and on a planned node cordoned by someone else (it eats ``maxUnavailable`` of the
-    operator's upgrade controller). Lists the PodDisruptionBudgets that cover GPU pods on planned nodes and the
-    GPU jobs there (those that match the waitForCompletion selector are waited for). Fails when a running GPU
-    workload on a planned node needs a newer driver than ``target_driver`` for its image's CUDA version
-    (``cuda``, see :func:`.cuda.cuda_check`).
+    Fails on a planned node in ``upgrade-failed`` that this run did not leave there (the record's failed wave is ours to
+    retry) and with ``quarantine_failures`` (see :func:`.quarantine.failures`: foreign-quarantined nodes are left out of
+    the waves, not failures, unless they use up ``maxUnavailable`` or the caller refuses them). Lists the
+    PodDisruptionBudgets that cover GPU pods on planned nodes and the GPU jobs there (those that match the
+    waitForCompletion selector are waited for). Fails when a running GPU workload on a planned node needs a newer driver
+    than ``target_driver`` for its image's CUDA version (``cuda``, see :func:`.cuda.cuda_check`).
     """
     planned = set(planned)
     waves = (record or {}).get("waves") or []
@@ -143,8 +134,8 @@ def gate(
     failures, unmanaged = refusals(
         [n for n in nodes if name_of(n) in planned], cp, target_driver, values, nvidia_drivers
     )
-    node_failures, cordoned = _node_failures(nodes, planned, ours_failed)
-    failures.extend(node_failures)
+    failures.extend(_node_failures(nodes, planned, ours_failed))
+    failures.extend(quarantine_failures)
     jobs, pdb_list = _gpu_jobs(pods, pdbs, planned, wait_selector)
     cuda = cuda_check(pods, planned, target_driver, cuda_rules)
     failures.extend(cuda["failures"])
@@ -152,7 +143,6 @@ def gate(
         "passed": not failures,
         "failures": failures,
         "unmanaged": unmanaged,
-        "cordoned": cordoned,
         "pdbs": pdb_list,
         "gpu_jobs": jobs,
         "cuda": cuda,

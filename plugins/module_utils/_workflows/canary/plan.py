@@ -14,12 +14,20 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import UPGRADE_SKIP_LABEL
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import markers
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.cuda import cuda_image_rules
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.driver import crd_mode
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import PlanError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.gate import gate
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.managed import switches
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.quarantine import (
+    budget,
+    failures,
+    quarantined,
+    report,
+    set_aside,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import (
     PHASE_ABORTED,
     PHASE_DONE,
@@ -30,6 +38,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
     next_wave,
     same_target,
     target_text,
+    wave_nodes,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.session import utc_now
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.taints import (
@@ -51,8 +60,9 @@ def target_and_source(driver_version, chart_version, cp):
     return target, source
 
 
-def _resume_or_start(session, nodes, target, source, selection, waves):
-    """``(record, resumed)``: the stored record of this target, or a new one for the selected nodes."""
+def _resume_or_start(session, nodes, target, source, selection, waves, found):
+    """``(record, resumed)``: the stored record of this target (the nodes quarantined since set aside from its
+    waves that have not started), or a new one for the selected nodes (``found``: the quarantined ones, in none)."""
     record = session.read_record()
     resumed = same_target(record, target) and record.get("phase") in (PHASE_IN_PROGRESS, PHASE_ABORTED, PHASE_DONE)
     if record and not resumed and record.get("phase") in UNFINISHED:
@@ -63,11 +73,13 @@ def _resume_or_start(session, nodes, target, source, selection, waves):
             % (session.ns, session.cm_name, target_text(record.get("target")), record.get("phase"), target_text(target))
         )
     if resumed:
+        set_aside(record, found)
         return record, True
-    canary, rest, excluded = select(nodes, *selection)
+    canary, rest, excluded = select(nodes, *selection, quarantined=found)
     waves_plan, unplanned = plan_waves(canary, rest, waves)
     taint = {"key": session.taint_key, "effect": session.taint_effect}
-    return new_record(target, source, taint, waves_plan, unplanned, excluded, utc_now(session.clock)), False
+    now = utc_now(session.clock)
+    return new_record(target, source, taint, waves_plan, unplanned, excluded, now, quarantined=found), False
 
 
 def _tolerations(session, cp):
@@ -92,10 +104,16 @@ def plan(
     wait_selector="",
     cuda_images=(),
     values=None,
+    upgrade_policy=None,
+    foreign_quarantine="skip",
+    quarantine_markers=(),
 ):
     """Read the cluster and the record; returns ``(plan, record, nodes, cluster policy)``: the plan says what
     every step will do and holds the gate (``values``: the chart values of a chart upgrade, which the gate checks
-    against the operands the operator runs)."""
+    against the operands the operator runs). GPU nodes someone else quarantined (the known remediation markers and
+    ``quarantine_markers``, or a foreign cordon) are left out of the waves and reported in ``foreign_quarantine``
+    with how much of ``maxUnavailable`` (``upgrade_policy`` over the ClusterPolicy's) they use; with
+    ``foreign_quarantine="fail"`` the gate refuses them."""
     cuda_rules = cuda_image_rules(cuda_images)
     nodes = session.nodes()
     cp = session.cluster_policy()
@@ -105,12 +123,15 @@ def plan(
     if not target["driver_version"] and not target["chart_version"]:
         raise PlanError("nothing to upgrade: set driver_version, chart_version or both")
     selection = (canary_nodes, canary_selector, exclude)
-    record, resumed = _resume_or_start(session, nodes, target, source, selection, waves)
+    found = quarantined(nodes, markers(quarantine_markers))
+    record, resumed = _resume_or_start(session, nodes, target, source, selection, waves, found)
     if resumed:
         source = record.get("from") or source
     waves_plan = [{"index": w["index"], "name": w["name"], "nodes": w["nodes"]} for w in record["waves"]]
     planned = [n for w in waves_plan for n in w["nodes"]]
     tolerations = _tolerations(session, cp)
+    budget_now = budget(nodes, found, cp, upgrade_policy)
+    pending = wave_nodes(record, skip_proven=True)
     checked = gate(
         nodes,
         session.all_pods(),
@@ -123,6 +144,7 @@ def plan(
         cp=cp,
         values=values,
         nvidia_drivers=session.nvidia_drivers() if crd_mode(cp) else (),
+        quarantine_failures=failures(found, budget_now, foreign_quarantine, pending, exclude),
     )
     status = {w["index"]: w.get("status", WAVE_PENDING) for w in record["waves"]}
     result = {
@@ -144,6 +166,8 @@ def plan(
         "next_wave": next_wave(record),
         "unplanned": record.get("unplanned") or [],
         "excluded": record.get("excluded") or [],
+        "foreign_quarantine": report(found, budget_now),
+        "budget": budget_now,
         "nodes": len(planned),
         "gate": checked,
         "record": "%s/%s" % (session.ns, session.cm_name),

@@ -8,7 +8,8 @@
 
 """The prepare step and its undoing. Prepare saves the record first (with what it is about to change, as it was),
 then makes the operands and the NFD worker tolerate the canary taint, holds every node not yet proven with the skip
-label, and only then points the driver at the target version. Nothing moves after it: the operator's upgrade
+label (the foreign-quarantined nodes too: the upgrade controller would upgrade a cordoned node outside its slot
+limit), and only then points the driver at the target version. Nothing moves after it: the operator's upgrade
 controller leaves skip-labelled nodes in upgrade-required. :func:`undo` takes back the tolerations, the operands'
 update strategy and the upgrade policy (after the last wave, and by the rollback)."""
 
@@ -26,7 +27,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
     set_driver_version,
     value_text,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import wave_nodes
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import (
+    held_out,
+    wave_nodes,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.session import (
     cluster_policy_path,
 )
@@ -91,7 +95,7 @@ def prepare(session, record, nodes, cp, policy, hold_operands=False):
     released = {n for w in record["waves"] if w.get("released") for n in w["nodes"]}
     hold = [
         by_name[n]
-        for n in wave_nodes(record, skip_proven=True) + list(record.get("unplanned") or [])
+        for n in wave_nodes(record, skip_proven=True) + held_out(record)
         if n in by_name and n not in released and labels_of(by_name[n]).get(UPGRADE_SKIP_LABEL) != "true"
     ]
     record["skip_labelled"] = sorted(set(record.get("skip_labelled") or []) | {name_of(n) for n in hold})

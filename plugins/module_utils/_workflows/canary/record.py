@@ -36,8 +36,9 @@ PHASE_ROLLING_BACK, PHASE_ROLLED_BACK, PHASE_ROLLBACK_FAILED = "rolling-back", "
 UNFINISHED = (PHASE_IN_PROGRESS, PHASE_ABORTED, PHASE_ROLLING_BACK, PHASE_ROLLBACK_FAILED)
 
 
-def new_record(target, source, taint, plan, unplanned, excluded, now):
-    """A fresh record (phase ``in-progress``, every wave pending) for the planned waves."""
+def new_record(target, source, taint, plan, unplanned, excluded, now, quarantined=()):
+    """A fresh record (phase ``in-progress``, every wave pending) for the planned waves; ``quarantined``: the GPU
+    nodes someone else took out of service, left out of the waves (prepare holds them with the skip label)."""
     return {
         "version": RECORD_VERSION,
         "phase": PHASE_IN_PROGRESS,
@@ -47,6 +48,7 @@ def new_record(target, source, taint, plan, unplanned, excluded, now):
         "waves": [dict(w, status=WAVE_PENDING, reason=None, started=None, finished=None) for w in plan],
         "unplanned": list(unplanned),
         "excluded": list(excluded),
+        "quarantined": sorted(quarantined),
         "skip_labelled": [],
         "started": now,
         "updated": now,
@@ -111,3 +113,9 @@ def wave_of(record, index):
 def wave_nodes(record, skip_proven=False):
     """The nodes of the record's waves in wave order (with ``skip_proven``, only those of waves not proven)."""
     return [n for w in record["waves"] if not (skip_proven and w.get("status") == WAVE_PROVEN) for n in w["nodes"]]
+
+
+def held_out(record):
+    """The nodes the record keeps on their old driver with the skip label: the unplanned ones and those someone
+    else quarantined."""
+    return list(record.get("unplanned") or []) + list(record.get("quarantined") or [])

@@ -17,6 +17,11 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
     UPGRADE_SKIP_LABEL,
     UPGRADE_STATE_LABEL,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import (
+    evidence_text,
+    markers,
+    quarantine_evidence,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
     annotations_of,
     labels_of,
@@ -154,6 +159,30 @@ def _wave_lines(wave, states):
     return [head] + [_node_line(n, states.get(n)) for n in names]
 
 
+def _quarantine(rec, by_name, key):
+    """``{node: state and evidence}`` of the nodes the record left out because someone else quarantined them."""
+    known = markers()
+    return {
+        n: dict(node_state(by_name[n], key), evidence=quarantine_evidence(by_name[n], known))
+        for n in rec.get("quarantined") or []
+        if n in by_name
+    }
+
+
+def _quarantine_lines(found):
+    if not found:
+        return []
+    lines = [
+        "Left out, quarantined by someone else (never uncordoned or untainted; on its old driver with the skip label "
+        "- remove the label once the owner releases the node and the upgrade controller upgrades it): %d node(s)"
+        % len(found)
+    ]
+    return lines + [
+        "%s; %s" % (_node_line(n, found[n]), evidence_text(found[n]["evidence"]) or "released since")
+        for n in sorted(found)
+    ]
+
+
 def describe(record, cp, nfd_daemonsets, nodes, where, taint):
     """The status of the canary upgrade recorded in ConfigMap ``where`` (``namespace/name``) on this cluster
     (``taint``: the default ``(key, effect)`` when there is no record), with ``lines`` for people."""
@@ -178,6 +207,7 @@ def describe(record, cp, nfd_daemonsets, nodes, where, taint):
             {k: w.get(k) for k in ("index", "name", "status", "reason", "nodes")} for w in rec.get("waves") or []
         ],
         "nodes": states,
+        "foreign_quarantine": _quarantine(rec, by_name, key),
         "leftovers": left,
         "kept": kept,
         "next": _next(rec.get("phase"), left),
@@ -197,6 +227,7 @@ def describe(record, cp, nfd_daemonsets, nodes, where, taint):
         lines += ["Last failure: %s" % rec["reason"]] if rec.get("reason") else []
         for wave in rec.get("waves") or []:
             lines.extend(_wave_lines(wave, states))
+        lines.extend(_quarantine_lines(out["foreign_quarantine"]))
     else:
         lines = ["No canary upgrade is recorded in ConfigMap %s." % where]
     lines.append(

@@ -54,6 +54,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
     WAVE_PROVEN,
     WAVE_UPGRADED,
     WAVE_UPGRADING,
+    held_out,
     next_wave,
     wave_of,
 )
@@ -206,14 +207,14 @@ def prove(session, wave, members, target, opts):
 
 def _finish_run(session, record, by_name):
     """After the last wave: the preparation taken back but the canary tolerations (every operand pod carries them
-    now; the status names them), the skip labels this run set removed (but on unplanned nodes)."""
+    now; the status names them), the skip labels this run set removed (but on unplanned and quarantined nodes)."""
     record["phase"] = PHASE_DONE
     cp = session.cluster_policy()
     if cp:
         undo(session, record, cp, tolerations=False)
     still = []
     for n in record.get("skip_labelled") or []:
-        if n in by_name and n not in (record.get("unplanned") or []):
+        if n in by_name and n not in held_out(record):
             session.label_node(by_name[n], {UPGRADE_SKIP_LABEL: None}, "upgrade finished (remove skip label)")
         else:
             still.append(n)

@@ -114,15 +114,17 @@ def _names_text(names):
     return ", ".join(names) if names else "none"
 
 
-def select(nodes, canary_nodes, canary_selector, exclude=()):
+def select(nodes, canary_nodes, canary_selector, exclude=(), quarantined=()):
     """``(canary, rest, excluded)`` node names among the GPU nodes: the canary pool (``canary_nodes``, else the
     nodes ``canary_selector`` matches), the other movable nodes interleaved over pools, and the nodes left out
-    (``exclude`` and the nodes that carry the skip label)."""
+    (``exclude`` and the nodes that carry the skip label). The ``quarantined`` nodes (someone else's) are in none."""
     gpu = {name_of(n): n for n in nodes if is_gpu_node(n)}
     excluded = sorted(
-        n for n, node in gpu.items() if n in set(exclude) or labels_of(node).get(UPGRADE_SKIP_LABEL) == "true"
+        n
+        for n, node in gpu.items()
+        if n not in quarantined and (n in set(exclude) or labels_of(node).get(UPGRADE_SKIP_LABEL) == "true")
     )
-    movable = [n for n in gpu if n not in excluded]
+    movable = [n for n in gpu if n not in excluded and n not in quarantined]
     if canary_nodes:
         unknown = sorted(set(canary_nodes) - set(gpu))
         if unknown:
@@ -136,9 +138,14 @@ def select(nodes, canary_nodes, canary_selector, exclude=()):
         canary = sorted((n for n in movable if selector_matches(labels_of(gpu[n]), terms)), key=natural_key)
     if not canary:
         raise PlanError(
-            "the canary pool is empty (canary_nodes: %s; canary_selector: %s; excluded: %s); name at least one "
-            "GPU node that is not skipped"
-            % (_names_text(canary_nodes), canary_selector or "none", _names_text(excluded))
+            "the canary pool is empty (canary_nodes: %s; canary_selector: %s; excluded: %s; foreign-quarantined: %s); "
+            "name at least one GPU node that is neither skipped nor quarantined"
+            % (
+                _names_text(canary_nodes),
+                canary_selector or "none",
+                _names_text(excluded),
+                _names_text(sorted(quarantined)),
+            )
         )
     pools = {n: labels_of(gpu[n]).get(POOL_LABEL) for n in movable}
     rest = interleave_pools([n for n in movable if n not in canary], pools.get)

@@ -60,6 +60,8 @@ def fleet_console(summary, nodes=None, namespace="gpu-operator", reports=None, l
         summary.get("failed", 0),
         len(rows),
     )
+    if summary.get("quarantined"):
+        head += ", %d quarantined by someone else" % summary["quarantined"]
     if order:
         head += " (%s)" % ", ".join("%s %d" % (la, by_layer[la]) for la in order)
     lines = [head]
@@ -69,6 +71,10 @@ def fleet_console(summary, nodes=None, namespace="gpu-operator", reports=None, l
     nodes = nodes or {}
     for row in failing[: max(int(limit), 0)]:
         lines += _row_lines(row, nodes.get(row["node"]), namespace)
+    for row in [r for r in rows if r.get("verdict") == "quarantined"][: max(int(limit), 0)]:
+        q = row["quarantine"]
+        lines += ["QUARANTINED %s by %s: %s" % (row["node"], ", ".join(q["owners"]), row["evidence"][0])]
+        lines += ["  fix: %s" % q["fix"]]
     if len(failing) > limit:
         lines.append("%d more failing node(s) in the reports" % (len(failing) - limit))
     if reports:

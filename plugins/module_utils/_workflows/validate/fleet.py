@@ -14,6 +14,8 @@ mode then the kubelet plugin, ResourceSlices, devices against NVML, device taint
 every failing check becomes a *finding* with a layer, evidence and a fix. A node's verdict is ``fail`` when it has
 any finding, and its ``failing_layer`` is the lowest layer of the stack that failed (:data:`LAYERS`, in dependency
 order): a crashed driver also leaves no allocatable GPU and a Pending smoke pod, but the verdict names the driver.
+A node that a remediation system or a person took out of service (the node view's ``quarantine`` evidence) is
+``quarantined`` instead, whatever its findings: its owner acts on it, not the team of some layer.
 
 Pure functions over plain dicts (facts, ``gpu_cluster_info`` nodes, ``gpu_smoke_test`` results, Prometheus and
 EndpointSlice JSON): tested without a cluster, used by the ``fleet_summary`` filter and the ``gpu_validate`` role.
@@ -25,6 +27,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import (
+    evidence_text,
+    owners_of,
+    quarantine_fix,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers import merged_routes
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.checks import node_checks
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.inputs import (
@@ -38,9 +45,25 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.val
     FAIL,
     LAYERS,
     PASS,
+    QUARANTINED,
     failing_layer,
     lowest_layer_first,
 )
+
+
+def _verdict(findings, quarantine):
+    """``(verdict, failing layer, evidence)`` of one node from its findings and its quarantine evidence."""
+    if quarantine:
+        return QUARANTINED, None, [evidence_text(quarantine)]
+    layer = failing_layer(findings)
+    return (FAIL if findings else PASS), layer, [f["evidence"] for f in findings if f["layer"] == layer]
+
+
+def _quarantine(evidence):
+    """Who holds a quarantined node, the evidence and the fix; None when nobody does."""
+    if not evidence:
+        return None
+    return {"owners": owners_of(evidence), "evidence": evidence, "fix": quarantine_fix(evidence)}
 
 
 def fleet_summary(
@@ -92,7 +115,8 @@ def fleet_summary(
         mon = None if per_node_monitoring is None else per_node_monitoring.get(node_name, empty)
         smoke_result = None if smoke is None else smoke.get(node_name, {"status": "failed", "reason": "not run"})
         checks, findings = node_checks(host, node, smoke_result, mon, mig_layouts, events, dra, nri_plugin)
-        layer = failing_layer(findings)
+        quarantine = (node or {}).get("quarantine") or []
+        verdict, layer, evidence = _verdict(findings, quarantine)
         rows.append(
             {
                 "host": name,
@@ -109,9 +133,10 @@ def fleet_summary(
                 # status and reason only: the pod name and duration differ each run (gpu_smoke_test returns them)
                 "smoke": None if smoke_result is None else {k: smoke_result.get(k) for k in ("status", "reason")},
                 "checks": checks,
-                "verdict": FAIL if findings else PASS,
+                "verdict": verdict,
                 "failing_layer": layer,
-                "evidence": [f["evidence"] for f in findings if f["layer"] == layer],
+                "evidence": evidence,
+                "quarantine": _quarantine(quarantine),
                 "findings": lowest_layer_first(findings),
             }
         )
@@ -123,6 +148,7 @@ def fleet_summary(
         "rows": rows,
         "passed": sum(1 for r in rows if r["verdict"] == PASS),
         "failed": sum(1 for r in rows if r["verdict"] == FAIL),
+        "quarantined": sum(1 for r in rows if r["verdict"] == QUARANTINED),
         "failed_by_layer": by_layer,
         "layers": list(LAYERS),
         "checks": [{"name": n, "description": d} for n, d in CHECKS],
@@ -134,7 +160,8 @@ def fleet_summary(
 def should_fail(summary, fail_on="any", layers=None):
     """The failure message the play should stop with under ``fail_on``, or None.
 
-    ``any``: any failing node; ``never``: never; ``layers``: a node failing at one of ``layers``.
+    ``any``: any failing node; ``never``: never; ``layers``: a node failing at one of ``layers``. A quarantined node
+    never fails the play: its owner acts on it.
     """
     if fail_on == "never":
         return None

@@ -24,6 +24,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.val
     CHECKS,
     FAIL,
     LAYERS,
+    QUARANTINED,
 )
 
 #: How the layers of a failing node read in the picture, by severity.
@@ -99,7 +100,7 @@ def table_rows(summary):
             {
                 "row": r,
                 "rank": layer_rank(r["failing_layer"]) if failing else len(LAYERS) + 1,
-                "severity": "critical" if failing else "ok",
+                "severity": "critical" if failing else ("warning" if r["verdict"] == QUARANTINED else "ok"),
                 "allocatable": _allocatable(r),
                 "checks": [{"name": n, "outcome": r["checks"].get(n, "skipped")} for n, _d in CHECKS],
             }

@@ -38,6 +38,9 @@ CHECKS = (
 )
 
 PASS, FAIL, SKIP = "pass", "fail", "skipped"
+#: The verdict of a node someone else took out of service (a remediation system, or a foreign cordon): its owner
+#: acts on it, so it is neither a pass nor a failure at some layer.
+QUARANTINED = "quarantined"
 
 
 def finding(check, layer, evidence, fix):

@@ -18,8 +18,19 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.val
     CHECKS,
     FAIL,
     PASS,
+    QUARANTINED,
     SKIP,
 )
+
+VERDICT_CELLS = {PASS: "pass", FAIL: "**fail**", QUARANTINED: "quarantined"}
+
+
+def totals_text(summary):
+    """``N passed, N failed`` and, when any, ``N quarantined (their owners act on them)``."""
+    text = "%d passed, %d failed" % (summary["passed"], summary["failed"])
+    if summary.get("quarantined"):
+        text += ", %d quarantined by someone else (their owners act on them)" % summary["quarantined"]
+    return text
 
 
 def summary_lines(summary):
@@ -48,7 +59,7 @@ def summary_lines(summary):
         return " ".join(out + [cells[-1]])
 
     lines = [line(head)] + [line(row) for row in rows]
-    lines.append("%d passed, %d failed" % (summary["passed"], summary["failed"]))
+    lines.append(totals_text(summary))
     return lines
 
 
@@ -59,9 +70,7 @@ def summary_markdown(summary, title="GPU validation report", generated=None):
     out = ["# %s" % title, ""]
     if generated:
         out += ["Generated %s." % generated, ""]
-    out.append(
-        "**%d passed, %d failed** of %d GPU nodes." % (summary["passed"], summary["failed"], len(summary["rows"]))
-    )
+    out.append("**%s** of %d GPU nodes." % (totals_text(summary), len(summary["rows"])))
     if summary.get("failed_by_layer"):
         layers = sorted(summary["failed_by_layer"].items(), key=lambda kv: layer_rank(kv[0]))
         out += ["", "Failing layers: " + ", ".join("%s (%d)" % kv for kv in layers) + "."]
@@ -69,12 +78,13 @@ def summary_markdown(summary, title="GPU validation report", generated=None):
     out += md_table(
         ["node", "pool", "product", "verdict", "layer"] + names,
         [
-            [r["node"], r["pool"], r["product"], "pass" if r["verdict"] == PASS else "**fail**", r["failing_layer"]]
+            [r["node"], r["pool"], r["product"], VERDICT_CELLS[r["verdict"]], r["failing_layer"]]
             + [mark.get(r["checks"].get(n), "-") for n in names]
             for r in summary["rows"]
         ],
     )
     out += owners_markdown(summary.get("by_owner"))
+    out += quarantine_markdown(summary["rows"])
     failing = [r for r in summary["rows"] if r["verdict"] == FAIL]
     if failing:
         out += ["", "## Failures", ""]
@@ -111,3 +121,18 @@ def owners_markdown(groups):
             )
         out.append("")
     return out[:-1]
+
+
+def quarantine_markdown(rows):
+    """The nodes someone else took out of service, each with its evidence and the fix; none: no lines."""
+    held = [r for r in rows if r["verdict"] == QUARANTINED]
+    if not held:
+        return []
+    out = ["", "## Foreign quarantine", ""]
+    for r in held:
+        q = r["quarantine"]
+        out.append(
+            "- **%s** held by %s: %s. Fix: %s"
+            % (r["node"], ", ".join(q["owners"]), md_cell(r["evidence"][0]), md_cell(q["fix"]))
+        )
+    return out

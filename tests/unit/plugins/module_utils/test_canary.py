@@ -531,14 +531,6 @@ def test_the_module_runs_a_wave_only_after_prepare_and_reports_changed_only_when
     assert out["wave"]["wave"]["status"] == WAVE_UPGRADED and out["changed"] is True
 
 
-def test_the_module_refuses_to_prepare_when_the_gate_fails():
-    api = FakeAPI(NAMES)
-    api.nodes["h-2"]["spec"]["unschedulable"] = True
-    with pytest.raises(CanaryAbort, match="h-2 is cordoned by someone else"):
-        run_module(api, step="prepare")
-    assert api.writes == []
-
-
 def test_the_module_refuses_to_prepare_when_a_running_workloads_cuda_needs_a_newer_driver():
     api = FakeAPI(NAMES)
     api.pods = [

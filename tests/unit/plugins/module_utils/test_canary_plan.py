@@ -183,20 +183,18 @@ def test_label_selectors(selector, labels, match):
 # ---------------------------------------------------------------------------------------------- gate
 
 
-def test_the_gate_fails_on_a_foreign_upgrade_failure_and_a_foreign_cordon_but_not_on_its_own():
+def test_the_gate_fails_on_a_foreign_upgrade_failure_but_not_on_its_own_and_adds_the_quarantine_refusals():
     nodes = [
         node("old-failure", "upgrade-failed"),
         node("ours", "upgrade-failed", unschedulable=True, annotations={FAILED_ANNOTATION: "earlier canary"}),
-        node("cordoned", "upgrade-done", unschedulable=True),
         node("upgrading", "wait-for-jobs-required", unschedulable=True),
         node("not-planned", "upgrade-failed", unschedulable=True),
     ]
-    g = gate(nodes, [], [], ["old-failure", "ours", "cordoned", "upgrading"], None)
+    g = gate(nodes, [], [], ["old-failure", "ours", "upgrading"], None, quarantine_failures=["node x is quarantined"])
     assert not g["passed"]
-    assert g["cordoned"] == ["cordoned"]
     assert len(g["failures"]) == 2
     assert "old-failure is in upgrade-failed" in g["failures"][0] and "relabel" in g["failures"][0]
-    assert "cordoned by someone else" in g["failures"][1] and "maxUnavailable" in g["failures"][1]
+    assert g["failures"][1] == "node x is quarantined"
 
 
 def test_the_gate_lists_gpu_jobs_their_pdbs_and_which_are_waited_for():

@@ -419,9 +419,20 @@ class TestNodeDetail:
             healthy_gpu_node("upgrade", labels={"nvidia.com/gpu-driver-upgrade-state": "upgrade-failed"}),
         ]
         summary = cv.cluster_view(nodes, healthy_pods("down", "upgrade"))["node_summary"]
-        assert summary["down"]["problems"] == ["not-ready", "unschedulable"]
+        assert summary["down"]["problems"] == ["not-ready", "unschedulable", "foreign-quarantine"]
         assert summary["no-plugin"]["problems"] == ["operands-not-ready", "operands-missing"]
         assert summary["upgrade"]["problems"] == ["upgrade-failed"]
+
+    def test_a_remediation_marker_quarantines_a_node_with_its_evidence_and_more_markers_are_options(self):
+        node = healthy_gpu_node("g0")
+        node["spec"]["taints"] = [{"key": "example.com/broken", "value": "xid", "effect": "NoSchedule"}]
+        node["metadata"].setdefault("annotations", {})["quarantineHealthEvent"] = "{...}"
+        view = cv.cluster_view([node], healthy_pods("g0"))
+        assert [(e["kind"], e["owner"]) for e in view["nodes"]["g0"]["quarantine"]] == [("annotation", "NVSentinel")]
+        assert view["node_summary"]["g0"]["problems"] == ["foreign-quarantine"]
+        extra = [{"kind": "taint", "key": "example.com/broken", "owner": "ours"}]
+        view = cv.cluster_view([node], healthy_pods("g0"), quarantine_markers=extra)
+        assert [e["owner"] for e in view["nodes"]["g0"]["quarantine"]] == ["NVSentinel", "ours"]
 
     def test_a_dra_problem_is_a_problem(self):
         view = cv.node_view(healthy_gpu_node("g0"), op.operands_by_node(healthy_pods("g0"))[0]["g0"])

@@ -146,7 +146,7 @@ def test_by_default_only_the_nodes_with_a_problem_are_returned_with_totals_of_al
     assert list(fleet["nodes"]) == list(fleet["node_summary"]) == ["g1"]
     assert fleet["nodes"]["g1"] == full["nodes"]["g1"], "a node with a problem keeps its full view"
     assert fleet["node_summary"]["g1"] == full["node_summary"]["g1"]
-    assert fleet["node_summary"]["g1"]["problems"] == ["unschedulable"]
+    assert fleet["node_summary"]["g1"]["problems"] == ["unschedulable", "foreign-quarantine"]  # nobody upgrades it
     assert fleet["totals"] == full["totals"] and fleet["totals"]["nodes"] == 3
     assert fleet["totals"]["nodes_unschedulable"] == 1
     assert fleet["api_requests"] == full["api_requests"]
@@ -235,11 +235,15 @@ def test_unreadable_kubeconfig_fails_cleanly_through_the_real_client_factory(tmp
     assert missing in outcome["msg"] and "could not be read" in outcome["msg"]
 
 
-def test_argument_spec_is_the_kubeconfig_spec_plus_five_options():
-    from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
+def test_argument_spec_is_the_kubeconfig_and_quarantine_specs_plus_five_options():
+    from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import (
+        KUBECONFIG_ARG_SPEC,
+        QUARANTINE_ARG_SPEC,
+    )
 
     spec = gpu_cluster_info.argspec()
-    assert set(spec) - set(KUBECONFIG_ARG_SPEC) == {
+    assert spec["quarantine_markers"] == QUARANTINE_ARG_SPEC["quarantine_markers"]
+    assert set(spec) - set(KUBECONFIG_ARG_SPEC) - set(QUARANTINE_ARG_SPEC) == {
         "label_selector",
         "operator_namespace",
         "page_size",
