@@ -149,10 +149,15 @@ options:
     description:
       - What O(step=wave) does with GPU pods on the wave's nodes before it releases them - V(evict) them through the
         Eviction API (retried while a PodDisruptionBudget refuses), V(wait) until they finish, or V(none) (the
-        operator's upgrade controller deletes them).
+        operator's upgrade controller deletes them). Nodes whose driver the plan restarts in place are left alone.
     type: str
     choices: [evict, wait, none]
     default: evict
+  max_evicted_workloads:
+    description:
+      - The gate fails, before any write, when the plan's C(disruption) evicts more GPU workload pods than this,
+        naming the count, the nodes and the fix. Unset, any number is allowed.
+    type: int
   wait_for_completion_selector:
     description: Label selector of GPU pods that are always waited for, never evicted.
     type: str
@@ -300,7 +305,10 @@ plan:
       C(failures), C(unmanaged) (per operand, the planned nodes it does not run on and why), C(cordoned), C(pdbs),
       C(gpu_jobs), and C(cuda) - C(target_driver), C(workloads) with C(pod), C(node), C(container), C(image),
       C(cuda), C(required_driver), C(ok), and C(unknown)), C(tolerations) (what the chart upgrade must keep of the
-      preparation) and C(switches) (each ClusterPolicy section's C(enabled), which a chart upgrade keeps).
+      preparation), C(switches) (each ClusterPolicy section's C(enabled), which a chart upgrade keeps) and
+      C(disruption) - C(release), C(in_place) and C(full) (node names), C(evicted_workloads), C(client_label), and
+      per planned node C(node), C(driver_restart) (V(in-place), V(full) or V(none)), C(reason), C(evicted) (GPU
+      pods) and C(clients) (pods of DaemonSets selecting C(nvidia.com/gpu.deploy.client)).
   returned: unless O(step) is V(rollback) or V(status)
   type: dict
   sample:
@@ -399,6 +407,7 @@ def argspec():
         hold_operands=dict(type="bool", default=True),
         wave=dict(type="int"),
         eviction=dict(type="str", default="evict", choices=["evict", "wait", "none"]),
+        max_evicted_workloads=dict(type="int"),
         wait_for_completion_selector=dict(type="str", default=""),
         cuda_images=dict(type="list", elements="dict", default=[]),
         eviction_timeout=dict(type="int", default=600),

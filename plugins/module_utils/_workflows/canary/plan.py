@@ -16,6 +16,10 @@ __metaclass__ = type
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import UPGRADE_SKIP_LABEL
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.cuda import cuda_image_rules
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.disruption import (
+    eviction_limit_failure,
+    predict,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.driver import crd_mode
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import PlanError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.gate import gate
@@ -92,10 +96,14 @@ def plan(
     wait_selector="",
     cuda_images=(),
     values=None,
+    eviction="evict",
+    max_evicted=None,
 ):
     """Read the cluster and the record; returns ``(plan, record, nodes, cluster policy)``: the plan says what
     every step will do and holds the gate (``values``: the chart values of a chart upgrade, which the gate checks
-    against the operands the operator runs)."""
+    against the operands the operator runs) and the disruption of each planned node (:mod:`.disruption`; the gate
+    fails when it evicts more than ``max_evicted`` GPU workload pods). A new record keeps the nodes whose driver
+    restarts in place: the waves evict nothing there."""
     cuda_rules = cuda_image_rules(cuda_images)
     nodes = session.nodes()
     cp = session.cluster_policy()
@@ -111,9 +119,10 @@ def plan(
     waves_plan = [{"index": w["index"], "name": w["name"], "nodes": w["nodes"]} for w in record["waves"]]
     planned = [n for w in waves_plan for n in w["nodes"]]
     tolerations = _tolerations(session, cp)
+    pods = session.all_pods()
     checked = gate(
         nodes,
-        session.all_pods(),
+        pods,
         session.pdbs(),
         planned,
         record,
@@ -124,6 +133,21 @@ def plan(
         values=values,
         nvidia_drivers=session.nvidia_drivers() if crd_mode(cp) else (),
     )
+    disruption = predict(
+        planned,
+        pods,
+        session.daemonsets(what="driver DaemonSets"),
+        cp,
+        target,
+        source,
+        {"namespace": session.ns, "values": values, "eviction": eviction, "wait_selector": wait_selector},
+    )
+    refusal = eviction_limit_failure(disruption, max_evicted)
+    if refusal:
+        checked["failures"].append(refusal)
+        checked["passed"] = False
+    if not resumed:
+        record["in_place"] = disruption["in_place"]
     status = {w["index"]: w.get("status", WAVE_PENDING) for w in record["waves"]}
     result = {
         "resumed": resumed,
@@ -146,6 +170,7 @@ def plan(
         "excluded": record.get("excluded") or [],
         "nodes": len(planned),
         "gate": checked,
+        "disruption": disruption,
         "record": "%s/%s" % (session.ns, session.cm_name),
         "tolerations": tolerations,
         "switches": switches(cp),

@@ -91,6 +91,8 @@ def _planned(canary, p, check_mode):
         wait_selector=p["wait_for_completion_selector"],
         cuda_images=p["cuda_images"],
         values=p["chart_values"],
+        eviction=p["eviction"],
+        max_evicted=p["max_evicted_workloads"],
     )
     if p["step"] in ("wave", "finish_wave") and not plan["resumed"] and not check_mode:
         raise PlanError("no progress record for this target in %s; run step=prepare first" % plan["record"])
