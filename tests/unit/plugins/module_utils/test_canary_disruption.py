@@ -47,9 +47,10 @@ ON_26_7 = {"driver_version": "580.1", "chart_version": "v26.7.0"}
 CLIENT = {"nodeSelector": {"nvidia.com/gpu.deploy.client": "true"}}
 
 
-def plan(pods, ds_digest="abc", target=None, source=ON_26_7, **options):
+def plan(pods, ds_digest="abc", target=None, source=None, **options):
     options.setdefault("namespace", NS)
     target = target or {"driver_version": None, "chart_version": "v26.7.1"}
+    source = source or ON_26_7
     options.setdefault("values", {"driver": {"manager": {"version": "v0.12.0"}}})
     return predict(["a100-0", "h100-0"], pods, [driver_ds(ds_digest)], CP, target, source, options)
 
