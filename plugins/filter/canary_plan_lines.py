@@ -17,8 +17,9 @@ description:
     for people - the source and target versions with the mode and whether the run resumes, the skip label, one line
     per wave (status, taint, nodes), the nodes left unplanned or excluded, one line per node someone else
     quarantined (its owners and evidence, whether it uses C(maxUnavailable)) with the budget that is left, the gate
-    (PodDisruptionBudgets, GPU jobs),
-    each GPU workload's CUDA version against the target driver, and the gate's failures.
+    (PodDisruptionBudgets, GPU jobs), each GPU workload's CUDA version against the target driver, per planned node
+    how its driver restarts (in place or the full flow) with the GPU pods and C(nvidia.com/gpu.deploy.client)
+    DaemonSet pods it evicts, and the gate's failures.
 options:
   _input:
     description: The C(plan) of a M(gpuops.gpu_operator.gpu_canary_upgrade) result.
@@ -89,6 +90,33 @@ def _quarantine_lines(plan):
     return lines
 
 
+def _disruption_lines(disruption):
+    if not disruption:
+        return []
+    lines = [
+        "Driver restart (operator %s): in place on %s; full flow on %s; %d GPU workload pod(s) evicted"
+        % (
+            disruption.get("release") or "unknown",
+            _names(disruption.get("in_place")),
+            _names(disruption.get("full")),
+            disruption.get("evicted_workloads", 0),
+        )
+    ]
+    lines.extend(
+        "%s: driver restart %s (%s); evicts %s; %s pods: %s"
+        % (
+            n["node"],
+            n["driver_restart"],
+            n["reason"],
+            _names(n["evicted"]),
+            disruption["client_label"],
+            _names(n["clients"]),
+        )
+        for n in disruption.get("nodes") or []
+    )
+    return lines
+
+
 def canary_plan_lines(plan):
     gate = plan.get("gate") or {}
     state = "resuming, phase %s" % plan.get("phase") if plan.get("resumed") else "new"
@@ -107,7 +135,8 @@ def canary_plan_lines(plan):
     verdict = "passed" if gate.get("passed") else "FAILED"
     pdbs, jobs = _names(gate.get("pdbs"), "name"), _names(gate.get("gpu_jobs"), "pod")
     lines.append("Gate: %s; PDBs: %s; GPU jobs: %s" % (verdict, pdbs, jobs))
-    return lines + _cuda_lines(gate.get("cuda") or {}) + list(gate.get("failures") or [])
+    lines.extend(_cuda_lines(gate.get("cuda") or {}))
+    return lines + _disruption_lines(plan.get("disruption")) + list(gate.get("failures") or [])
 
 
 class FilterModule(object):

@@ -164,10 +164,15 @@ options:
     description:
       - What O(step=wave) does with GPU pods on the wave's nodes before it releases them - V(evict) them through the
         Eviction API (retried while a PodDisruptionBudget refuses), V(wait) until they finish, or V(none) (the
-        operator's upgrade controller deletes them).
+        operator's upgrade controller deletes them). Nodes whose driver the plan restarts in place are left alone.
     type: str
     choices: [evict, wait, none]
     default: evict
+  max_evicted_workloads:
+    description:
+      - The gate fails, before any write, when the plan's C(disruption) evicts more GPU workload pods than this,
+        naming the count, the nodes and the fix. Unset, any number is allowed.
+    type: int
   wait_for_completion_selector:
     description: Label selector of GPU pods that are always waited for, never evicted.
     type: str
@@ -320,7 +325,10 @@ plan:
       C(pdbs),
       C(gpu_jobs), and C(cuda) - C(target_driver), C(workloads) with C(pod), C(node), C(container), C(image),
       C(cuda), C(required_driver), C(ok), and C(unknown)), C(tolerations) (what the chart upgrade must keep of the
-      preparation) and C(switches) (each ClusterPolicy section's C(enabled), which a chart upgrade keeps).
+      preparation), C(switches) (each ClusterPolicy section's C(enabled), which a chart upgrade keeps) and
+      C(disruption) - C(release), C(in_place) and C(full) (node names), C(evicted_workloads), C(client_label), and
+      per planned node C(node), C(driver_restart) (V(in-place), V(full) or V(none)), C(reason), C(evicted) (GPU
+      pods) and C(clients) (pods of DaemonSets selecting C(nvidia.com/gpu.deploy.client)).
   returned: unless O(step) is V(rollback) or V(status)
   type: dict
   sample:
@@ -328,12 +336,9 @@ plan:
     waves:
       - {index: 0, name: canary, nodes: [h100-0], status: pending, taint: "gpuops.io/canary-upgrade=canary:NoSchedule"}
     foreign_quarantine:
-      - node: h100-5
-        owners: [NVSentinel]
-        evidence:
-          - {kind: taint, key: nvidia.com/gpu-xid-error, value: "true", effect: NoSchedule, owner: NVSentinel}
-          - {kind: cordon, key: spec.unschedulable, owner: NVSentinel}
-        counts_against_max_unavailable: true
+      - {node: h100-5, owners: [NVSentinel], counts_against_max_unavailable: true, evidence: [
+          {kind: taint, key: nvidia.com/gpu-xid-error, value: "true", effect: NoSchedule, owner: NVSentinel},
+          {kind: cordon, key: spec.unschedulable, owner: NVSentinel}]}
     budget: {max_unavailable: 25%, gpu_nodes: 20, allowed: 5, used_by_quarantine: [h100-5], left: 4}
     gate:
       {passed: true, failures: [], pdbs: [], gpu_jobs: [], cuda: {target_driver: 610.57.04, workloads: [], unknown: []}}
@@ -432,6 +437,7 @@ def argspec():
         hold_operands=dict(type="bool", default=True),
         wave=dict(type="int"),
         eviction=dict(type="str", default="evict", choices=["evict", "wait", "none"]),
+        max_evicted_workloads=dict(type="int"),
         wait_for_completion_selector=dict(type="str", default=""),
         cuda_images=dict(type="list", elements="dict", default=[]),
         eviction_timeout=dict(type="int", default=600),

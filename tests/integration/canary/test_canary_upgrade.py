@@ -33,7 +33,9 @@ def _assert_upgraded(cb, nodes, target, taint_key=TAINT):
 
 
 def _other_labels(labels):
-    return {k: v for k, v in labels.items() if k not in (SKIP, STATE)}
+    """The labels but the upgrade controller's state, our skip label and the GPU-client deploy label, which
+    operator 26.7.0 sets on every GPU node as soon as it runs (not the canary's doing)."""
+    return {k: v for k, v in labels.items() if k not in (SKIP, STATE, "nvidia.com/gpu.deploy.client")}
 
 
 def _assert_untouched(before, after, nodes):
@@ -72,6 +74,9 @@ def test_check_mode_prints_the_whole_plan_and_writes_nothing(clean):
         "h100-1, a100-2, h100-2, a100-3, h100-3, a100-4, h100-4, a100-5" in out
     )
     assert "wave-3 [pending]" in out and "h100-11" in out
+    # how each planned node's driver restarts: v26.3.3 has no in-place restart
+    assert "Driver restart (operator v26.3.3): in place on none; full flow on a100-0, a100-1," in out
+    assert "h100-9: driver restart full (operator v26.3.3 has no in-place driver restart (from v26.7.0 on))" in out
     # the preparation's writes are listed, none made
     assert "node h100-7: hold the upgrade (skip label)" in out
     assert "ClusterPolicy cluster-policy: set spec.driver" in out and "version=610.10.01" in out

@@ -145,6 +145,8 @@ class Controller:
             drv = ops.get("driver")
             version = L.image_version(drv["image"]) if drv else None
             want = L.desired_node_labels(node, spec, version)
+            if L.restarts_in_place(cp) and L.is_gpu_node(node) and L.CLIENT_LABEL not in L.labels(node):
+                want[L.CLIENT_LABEL] = "true"  # 26.7.0+: what third-party GPU-client DaemonSets select on
             if use_nvd and L.is_gpu_node(node):
                 owner = owners.get(L.name(node))
                 if L.labels(node).get(L.DRIVER_OWNER) != owner:
@@ -488,12 +490,15 @@ class Controller:
                 version = (cr.get("spec") or {}).get("version", "")
                 policy = (cr.get("spec") or {}).get("upgradePolicy") or cp_policy
             groups.setdefault(gkey, (policy, []))[1].append((node, version))
+        in_place = L.restarts_in_place(cp)
+        templates = {L.name(d): (d.get("spec") or {}).get("template") or {} for d in self.dss.snapshot()}
         for policy, members in groups.values():
             infos = []
             for node, version in members:
                 n = L.name(node)
                 ops = pods_by_node.get(n, {})
                 drv = ops.get("driver")
+                stale, restart_only = self._driver_sync(drv, templates) if in_place else (False, False)
                 lab, ann = L.labels(node), L.annotations(node)
                 wfc_sel = ((policy.get("waitForCompletion") or {}).get("podSelector")) or ""
                 wait = [
@@ -505,7 +510,7 @@ class Controller:
                 ]
                 if drv is None:
                     dstate = None
-                elif L.image_version(drv["image"]) != version:
+                elif L.image_version(drv["image"]) != version or stale:
                     dstate = "old"
                 else:
                     dstate = "new-ready" if drv["ready"] else "new"
@@ -528,11 +533,38 @@ class Controller:
                         "wait_start": float(ws) if ws else None,
                         "initial_unschedulable": ann.get(L.INITIAL_UNSCHED) == "true",
                         "initial_recorded": ann.get(L.INITIAL_UNSCHED),
+                        "restart_only": restart_only,
                     }
                 )
             actions = L.upgrade_step(infos, policy, time.time())
             for nname, act in actions.items():
+                if in_place and act.get("delete_driver_pod"):
+                    act["evict_clients"] = True
                 self._apply_upgrade_action(nname, act, pods_by_node.get(nname, {}))
+
+    def _delete_pod(self, pod: dict, what: str) -> None:
+        md = pod["metadata"]
+        try:
+            self.core.delete_namespaced_pod(md["name"], md["namespace"], grace_period_seconds=0)
+        except ApiException as exc:
+            if exc.status != 404:
+                log.warning("delete %s %s: %s", what, md["name"], exc.reason)
+
+    @staticmethod
+    def _driver_sync(drv, templates) -> tuple[bool, bool]:
+        """(out of date by its template, restart only) of a driver pod on 26.7.0+: a pod carrying a digest whose
+        template hash is not its DaemonSet's is out of date; equal digests restart it in place."""
+        if drv is None:
+            return False, False
+        pod = drv["pod"]
+        owner = next(
+            (r["name"] for r in pod["metadata"].get("ownerReferences") or [] if r.get("kind") == "DaemonSet"), ""
+        )
+        tmpl = templates.get(owner) or {}
+        running, desired = L.digest_of(pod.get("spec") or {}), L.digest_of(tmpl.get("spec") or {})
+        want = L.annotations(tmpl).get(L.DRIVER_TEMPLATE_HASH)
+        stale = bool(running) and bool(want) and L.annotations(pod).get(L.DRIVER_TEMPLATE_HASH) != want
+        return stale, bool(running) and running == desired
 
     def _apply_upgrade_action(self, nname: str, act: dict, ops: dict) -> None:
         node = self.nodes.get(nname)
@@ -560,20 +592,15 @@ class Controller:
             spec["unschedulable"] = None
         if act.get("delete_gpu_pods"):
             for p in ops.get("_gpu", []):
-                md = p["metadata"]
-                try:
-                    self.core.delete_namespaced_pod(md["name"], md["namespace"], grace_period_seconds=0)
-                except ApiException as exc:
-                    if exc.status != 404:
-                        log.warning("delete GPU pod %s: %s", md["name"], exc.reason)
-        if act.get("delete_driver_pod") and ops.get("driver"):
-            md = ops["driver"]["pod"]["metadata"]
-            if not md.get("deletionTimestamp"):
-                try:
-                    self.core.delete_namespaced_pod(md["name"], md["namespace"], grace_period_seconds=0)
-                except ApiException as exc:
-                    if exc.status != 404:
-                        log.warning("delete driver pod %s: %s", md["name"], exc.reason)
+                self._delete_pod(p, "GPU pod")
+        if act.get("evict_clients"):
+            # 26.7.0+: the pods of GPU-client DaemonSets (nvidia.com/gpu.deploy.client) go with the driver restart
+            for p in ops.get("_all", []):
+                if L.gpu_client(p) and not p["metadata"].get("deletionTimestamp"):
+                    self._delete_pod(p, "GPU client pod")
+        driver = (ops.get("driver") or {}).get("pod")
+        if act.get("delete_driver_pod") and driver and not driver["metadata"].get("deletionTimestamp"):
+            self._delete_pod(driver, "driver pod")
         body = {}
         if meta:
             body["metadata"] = meta
@@ -926,7 +953,17 @@ def desired_daemonsets(cp: dict, spec: dict, ns: str, os_tags: list[str], nvds: 
     out = []
 
     def ds(
-        name, app, component, image, container, node_selector, strategy=None, extra_pod_labels=None, tol=None, ann=None
+        name,
+        app,
+        component,
+        image,
+        container,
+        node_selector,
+        strategy=None,
+        extra_pod_labels=None,
+        tol=None,
+        ann=None,
+        driver=None,
     ):
         pod_labels = {"app": app, **extra_labels, **(extra_pod_labels or {})}
         tmpl = {
@@ -939,6 +976,13 @@ def desired_daemonsets(cp: dict, spec: dict, ns: str, os_tags: list[str], nvds: 
                 "containers": [{"name": container, "image": image}],
             },
         }
+        if driver is not None and L.restarts_in_place(cp):
+            # 26.7.0+: the digest of the install-relevant settings on the driver container, the chart on the pod
+            # template (a chart upgrade alone makes the driver pod out of date, with the same digest)
+            first = tmpl["spec"]["containers"][0]
+            first["env"] = [{"name": L.DIGEST_ENV, "value": L.driver_digest(image, driver)}]
+            pod_labels["helm.sh/chart"] = L.labels(cp).get("helm.sh/chart", "")
+            tmpl["metadata"]["annotations"][L.DRIVER_TEMPLATE_HASH] = L.short_hash([first, pod_labels])
         body = {
             "apiVersion": "apps/v1",
             "kind": "DaemonSet",
@@ -979,6 +1023,7 @@ def desired_daemonsets(cp: dict, spec: dict, ns: str, os_tags: list[str], nvds: 
                 strategy={"type": "OnDelete"},
                 extra_pod_labels={"app.kubernetes.io/component": "nvidia-driver"},
                 ann={"nvidia.com/gpu-driver-upgrade-enabled": "true" if auto else "false"},
+                driver=drv,
             )
         else:
             for cr in nvds:
@@ -1006,6 +1051,7 @@ def desired_daemonsets(cp: dict, spec: dict, ns: str, os_tags: list[str], nvds: 
                         },
                         tol=crs.get("tolerations") or tolerations,
                         ann={"nvidia.com/gpu-driver-upgrade-enabled": "true" if auto else "false"},
+                        driver=crs,
                     )
     for key, dsname, comp, skey in L.OPERANDS:
         if key == "driver" or not L.spec_enabled(spec, skey):

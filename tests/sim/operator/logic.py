@@ -5,6 +5,8 @@ Objects are plain dicts as the Kubernetes API returns them (camelCase keys).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
 import uuid
@@ -76,6 +78,11 @@ INITIAL_UNSCHED = "nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulabl
 WAIT_START = "nvidia.com/gpu-driver-upgrade-wait-for-pod-completion-start-time"
 VALIDATION_START = "nvidia.com/gpu-driver-upgrade-validation-start-time"
 DRIVER_OWNER = "nvidia.com/gpu-operator.driver.owner"
+# 26.7.0 and later: the driver config digest on the driver pod template, and the label third-party GPU clients select
+DIGEST_ENV = "DRIVER_CONFIG_DIGEST"
+CLIENT_LABEL = DEPLOY + "client"
+# the driver template's own hash (what the DaemonSet controller's revision hash tells: a pod out of date)
+DRIVER_TEMPLATE_HASH = SIM + "driver-template"
 
 UPGRADE_STATES = (
     "upgrade-required",
@@ -465,12 +472,66 @@ def policy_state(gpu_nodes: int, ds_status: dict, extra_error: str | None = None
 # ---------------------------------------------------------------------------------------------- upgrades
 
 
+def short_hash(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def chart_version(cp: dict) -> tuple:
+    """(26, 7, 0) from the ClusterPolicy's helm.sh/chart label; () when it has none."""
+    chart = labels(cp).get("helm.sh/chart", "")
+    m = re.search(r"-v(\d+)\.(\d+)\.(\d+)$", chart)
+    return tuple(int(x) for x in m.groups()) if m else ()
+
+
+def restarts_in_place(cp: dict) -> bool:
+    """Operator 26.7.0 and later: driver config digest, in-place driver restart, client-label evictions."""
+    return chart_version(cp) >= (26, 7, 0)
+
+
+def driver_digest(image: str, drv: dict) -> str:
+    """The digest of what installs the driver: its image, env, type and the driver manager's image and env (never
+    resources, probes, tolerations, labels or the upgrade policy)."""
+    manager = drv.get("manager") or {}
+    keys = ("env", "kernelModuleType", "usePrecompiled", "rdma", "licensingConfig", "repoConfig", "certConfig")
+    return short_hash(
+        {
+            "image": image,
+            "manager": [manager.get(k) for k in ("repository", "image", "version", "env")],
+            **{k: drv.get(k) for k in keys},
+        }
+    )
+
+
+def digest_of(pod_spec: dict) -> str:
+    """The first DRIVER_CONFIG_DIGEST of a pod spec, init containers first; "" when none."""
+    for c in list(pod_spec.get("initContainers") or []) + list(pod_spec.get("containers") or []):
+        for e in c.get("env") or []:
+            if e.get("name") == DIGEST_ENV and e.get("value"):
+                return e["value"]
+    return ""
+
+
+def gpu_client(pod: dict) -> bool:
+    """A pod of a DaemonSet that selects the nvidia.com/gpu.deploy.client label (node selector or affinity)."""
+    if not any(r.get("kind") == "DaemonSet" for r in pod["metadata"].get("ownerReferences") or []):
+        return False
+    spec = pod.get("spec") or {}
+    if CLIENT_LABEL in (spec.get("nodeSelector") or {}):
+        return True
+    terms = (
+        ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+        or {}
+    ).get("nodeSelectorTerms") or []
+    return any(e.get("key") == CLIENT_LABEL for t in terms for e in t.get("matchExpressions") or [])
+
+
 def upgrade_step(nodes: list[dict], policy: dict, now: float) -> dict:
     """One pass of the driver upgrade state machine over one driver group.
 
     nodes: [{name, state, skip, unschedulable, ready, requested, up_to_date, driver_pod (None|"old"|"new"|
              "new-ready"), gpu_pods (int), wait_pods (int), validator_ready, faults (set), wait_start (float|None),
-             initial_unschedulable (bool)}]
+             initial_unschedulable (bool), restart_only (bool: 26.7+, the running driver pod's digest equals its
+             DaemonSet's: cordon and restart the driver pod, no wait for jobs, no GPU pod deletion)}]
     Returns {node name: action dict} with keys among: state (new label value or None to remove), cordon (bool),
     uncordon (bool), delete_gpu_pods, delete_driver_pod, set_initial_unschedulable, wait_start (float|None).
     """
@@ -519,13 +580,15 @@ def upgrade_step(nodes: list[dict], policy: dict, now: float) -> dict:
             # the node's state before the first cordon is recorded once (a retry after upgrade-failed finds
             # the node cordoned by us and must still uncordon it at the end)
             init = {} if n.get("initial_recorded") is not None else {"set_initial_unschedulable": n["unschedulable"]}
+            restart_only = n.get("restart_only") and not n["requested"]
+            nxt = {"state": "pod-restart-required", "cordon": True} if restart_only else {"state": "cordon-required"}
             if n["unschedulable"] and slots() == 0:
                 # manually cordoned nodes bypass the slot limit (reference §6)
-                go(n, "cordon-required", **init)
+                go(n, **nxt, **init)
                 in_progress += 1
                 continue
             if slots() > 0:
-                go(n, "cordon-required", **init)
+                go(n, **nxt, **init)
                 in_progress += 1
                 unavailable += 1
         elif st == "cordon-required":

@@ -235,6 +235,46 @@ def test_upgrade_walks_every_state_and_respects_parallelism_and_skip():
     assert peak == 1
 
 
+def test_a_restart_only_node_is_cordoned_and_its_driver_restarted_without_waiting_for_or_deleting_gpu_pods():
+    nodes = [
+        info("same", "upgrade-done", up_to_date=False, driver_pod="old", gpu_pods=2, restart_only=True),
+        info("asked", "upgrade-done", up_to_date=False, driver_pod="old", restart_only=True, requested=True),
+    ]
+    wide = {**POLICY, "maxParallelUpgrades": 2, "maxUnavailable": "100%"}
+    acts = L.upgrade_step([dict(n, state="upgrade-required") for n in nodes], wide, 0)
+    assert acts["same"] == {"state": "pod-restart-required", "cordon": True, "set_initial_unschedulable": False}
+    seqs, _peak = simulate(nodes[:1], POLICY)
+    assert seqs["same"][1:] == [
+        "upgrade-required",
+        "pod-restart-required",
+        "validation-required",
+        "uncordon-required",
+        "upgrade-done",
+    ]
+    assert not nodes[0]["unschedulable"]
+    assert acts["asked"]["state"] == "cordon-required"  # a requested upgrade takes the full flow
+
+
+def test_the_driver_digest_covers_install_inputs_only_and_is_read_init_containers_first():
+    drv = {"env": [], "manager": {"version": "v0.12.0"}, "resources": {"limits": {"cpu": "1"}}}
+    base = L.driver_digest("driver:580.1-ubuntu22.04", drv)
+    assert L.driver_digest("driver:580.1-ubuntu22.04", dict(drv, resources={}, upgradePolicy={})) == base
+    assert L.driver_digest("driver:610.1-ubuntu22.04", drv) != base
+    assert L.driver_digest("driver:580.1-ubuntu22.04", dict(drv, manager={"version": "v0.13.0"})) != base
+    spec = {"initContainers": [{"env": [{"name": L.DIGEST_ENV, "value": "i"}]}], "containers": []}
+    assert L.digest_of(spec) == "i" and L.digest_of({"containers": [{}]}) == ""
+    assert L.restarts_in_place({"metadata": {"labels": {"helm.sh/chart": "gpu-operator-v26.7.0"}}})
+    assert not L.restarts_in_place({"metadata": {"labels": {"helm.sh/chart": "gpu-operator-v26.3.3"}}})
+
+
+def test_only_pods_of_daemonsets_selecting_the_client_label_are_gpu_clients():
+    owner = [{"kind": "DaemonSet", "name": "agent"}]
+    client = {"metadata": {"ownerReferences": owner}, "spec": {"nodeSelector": {L.CLIENT_LABEL: "true"}}}
+    assert L.gpu_client(client)
+    assert not L.gpu_client({"metadata": {}, "spec": {"nodeSelector": {L.CLIENT_LABEL: "true"}}})
+    assert not L.gpu_client({"metadata": {"ownerReferences": owner}, "spec": {"nodeSelector": {"x": "y"}}})
+
+
 def test_upgrade_parallel_two_and_unlimited():
     nodes = [info(f"n{i}", "upgrade-done", up_to_date=False, driver_pod="old") for i in range(6)]
     _s, peak = simulate(nodes, {**POLICY, "maxParallelUpgrades": 2, "maxUnavailable": "100%"})

@@ -49,11 +49,12 @@ def evict(session, pod):
     return True
 
 
-def handle_workloads(session, wave, policy, wait_selector, timeout, timer):
+def handle_workloads(session, wave, policy, wait_selector, timeout, timer, in_place=()):
     """Wait for the waitForCompletion pods, then evict (``evict``), wait for (``wait``) or leave (``none``) the
-    other GPU pods of the wave's nodes; returns the evicted pods. CanaryAbort when some are still there
-    ``timeout`` seconds after ``timer["since"]``."""
-    members = set(wave["nodes"])
+    other GPU pods of the wave's nodes but those whose driver restarts ``in_place`` (the operator keeps their
+    workloads running); returns the evicted pods. CanaryAbort when some are still there ``timeout`` seconds after
+    ``timer["since"]``."""
+    members = set(wave["nodes"]) - set(in_place)
     terms = parse_selector(wait_selector)
     deadline = timer["since"] + timeout
     evicted, still = [], {}

@@ -17,6 +17,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import markers
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.cuda import cuda_image_rules
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.disruption import (
+    eviction_limit_failure,
+    predict,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.driver import crd_mode
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import PlanError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.gate import gate
@@ -107,13 +111,17 @@ def plan(
     upgrade_policy=None,
     foreign_quarantine="skip",
     quarantine_markers=(),
+    eviction="evict",
+    max_evicted=None,
 ):
     """Read the cluster and the record; returns ``(plan, record, nodes, cluster policy)``: the plan says what
     every step will do and holds the gate (``values``: the chart values of a chart upgrade, which the gate checks
     against the operands the operator runs). GPU nodes someone else quarantined (the known remediation markers and
     ``quarantine_markers``, or a foreign cordon) are left out of the waves and reported in ``foreign_quarantine``
     with how much of ``maxUnavailable`` (``upgrade_policy`` over the ClusterPolicy's) they use; with
-    ``foreign_quarantine="fail"`` the gate refuses them."""
+    ``foreign_quarantine="fail"`` the gate refuses them. The plan holds the disruption of each planned node
+    (:mod:`.disruption`; the gate fails when it evicts more than ``max_evicted`` GPU workload pods); a new record
+    keeps the nodes whose driver restarts in place: the waves evict nothing there."""
     cuda_rules = cuda_image_rules(cuda_images)
     nodes = session.nodes()
     cp = session.cluster_policy()
@@ -132,9 +140,10 @@ def plan(
     tolerations = _tolerations(session, cp)
     budget_now = budget(nodes, found, cp, upgrade_policy)
     pending = wave_nodes(record, skip_proven=True)
+    pods = session.all_pods()
     checked = gate(
         nodes,
-        session.all_pods(),
+        pods,
         session.pdbs(),
         planned,
         record,
@@ -146,6 +155,21 @@ def plan(
         nvidia_drivers=session.nvidia_drivers() if crd_mode(cp) else (),
         quarantine_failures=failures(found, budget_now, foreign_quarantine, pending, exclude),
     )
+    disruption = predict(
+        planned,
+        pods,
+        session.daemonsets(what="driver DaemonSets"),
+        cp,
+        target,
+        source,
+        {"namespace": session.ns, "values": values, "eviction": eviction, "wait_selector": wait_selector},
+    )
+    refusal = eviction_limit_failure(disruption, max_evicted)
+    if refusal:
+        checked["failures"].append(refusal)
+        checked["passed"] = False
+    if not resumed:
+        record["in_place"] = disruption["in_place"]
     status = {w["index"]: w.get("status", WAVE_PENDING) for w in record["waves"]}
     result = {
         "resumed": resumed,
@@ -170,6 +194,7 @@ def plan(
         "budget": budget_now,
         "nodes": len(planned),
         "gate": checked,
+        "disruption": disruption,
         "record": "%s/%s" % (session.ns, session.cm_name),
         "tolerations": tolerations,
         "switches": switches(cp),

@@ -94,6 +94,8 @@ def _planned(canary, p, check_mode):
         upgrade_policy=p["upgrade_policy"],
         foreign_quarantine=p["foreign_quarantine"],
         quarantine_markers=p["quarantine_markers"],
+        eviction=p["eviction"],
+        max_evicted=p["max_evicted_workloads"],
     )
     if p["step"] in ("wave", "finish_wave") and not plan["resumed"] and not check_mode:
         raise PlanError("no progress record for this target in %s; run step=prepare first" % plan["record"])

@@ -91,8 +91,8 @@ def _take(session, wave, members, by_name):
 
 
 def _move_workloads(session, record, wave, members, opts):
-    """Move the GPU workloads off the wave's nodes (aborting the wave when they do not go); returns the evicted
-    pods."""
+    """Move the GPU workloads off the wave's nodes whose driver does not restart in place (aborting the wave when
+    they do not go); returns the evicted pods."""
     try:
         evicted = handle_workloads(
             session,
@@ -101,6 +101,7 @@ def _move_workloads(session, record, wave, members, opts):
             opts.get("wait_selector") or "",
             opts.get("eviction_timeout", 600),
             session.timer(wave, "workloads"),
+            record.get("in_place") or (),
         )
     except CanaryAbort as exc:
         abort(session, record, wave["index"], dict.fromkeys(members, exc.msg), exc.msg)

@@ -83,3 +83,25 @@ def test_a_chart_only_upgrade_compares_against_an_unchanged_driver():
     }
     out = lines(dict(PLAN, gate=dict(PLAN["gate"], cuda=cuda)))
     assert out[-1] == "CUDA 12.4: p (i) needs driver >= 550, target unchanged: not compared"
+
+
+def test_the_disruption_reads_one_summary_then_one_line_per_node_before_the_gate_failures():
+    disruption = {
+        "release": "v26.7.0",
+        "in_place": ["n-0"],
+        "full": ["n-1"],
+        "evicted_workloads": 1,
+        "client_label": "nvidia.com/gpu.deploy.client",
+        "nodes": [
+            {"node": "n-0", "driver_restart": "in-place", "reason": "digest stays", "evicted": [], "clients": ["m/a"]},
+            {"node": "n-1", "driver_restart": "full", "reason": "version", "evicted": ["ml/t"], "clients": []},
+        ],
+    }
+    gate = dict(PLAN["gate"], passed=False, failures=["the plan evicts 1 GPU workload pod(s), more than ..."])
+    out = lines(dict(PLAN, disruption=disruption, gate=gate))
+    assert out[-4:] == [
+        "Driver restart (operator v26.7.0): in place on n-0; full flow on n-1; 1 GPU workload pod(s) evicted",
+        "n-0: driver restart in-place (digest stays); evicts none; nvidia.com/gpu.deploy.client pods: m/a",
+        "n-1: driver restart full (version); evicts ml/t; nvidia.com/gpu.deploy.client pods: none",
+        "the plan evicts 1 GPU workload pod(s), more than ...",
+    ]

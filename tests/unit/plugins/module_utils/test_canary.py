@@ -606,3 +606,63 @@ def test_prepare_refuses_a_driver_change_the_operator_does_not_manage_before_any
     api.stopped = True
     out = run_module(api, step="wave", wave=0, driver_version=None, chart_version="v26.7.1")
     assert out["wave"]["wave"]["status"] == WAVE_UPGRADED
+
+
+def with_driver_pods_and_gpu_jobs(api, digest="d1"):
+    """Every node runs the operator's driver pod with ``digest`` (its DaemonSet's is d1) and one GPU job; the
+    ClusterPolicy has driver manager v0.12.0."""
+    api.cp["spec"]["driver"]["manager"] = {"version": "v0.12.0"}
+    env = [{"name": "DRIVER_CONFIG_DIGEST", "value": digest}]
+    owner = [{"kind": "DaemonSet", "name": "nvidia-driver-daemonset"}]
+    template = {"containers": [{"name": "nvidia-driver-ctr", "env": [{"name": "DRIVER_CONFIG_DIGEST", "value": "d1"}]}]}
+    api.daemonsets.append(
+        {
+            "metadata": {"name": "nvidia-driver-daemonset", "namespace": "gpu-operator"},
+            "spec": {"template": {"spec": template}},
+        }
+    )
+    for n in api.nodes:
+        labels = {"app.kubernetes.io/component": "nvidia-driver"}
+        api.pods.append(
+            {
+                "metadata": {
+                    "name": "drv-" + n,
+                    "namespace": "gpu-operator",
+                    "labels": labels,
+                    "ownerReferences": owner,
+                },
+                "spec": {"nodeName": n, "containers": [{"name": "nvidia-driver-ctr", "env": env}]},
+                "status": {"phase": "Running"},
+            }
+        )
+        api.pods.append(
+            {
+                "metadata": {"name": "job-" + n, "namespace": "default", "labels": {}},
+                "spec": {"nodeName": n, "containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+                "status": {"phase": "Running"},
+            }
+        )
+
+
+def test_a_wave_leaves_the_gpu_jobs_of_nodes_whose_driver_restarts_in_place_running():
+    api = FakeAPI(NAMES)
+    with_driver_pods_and_gpu_jobs(api)
+    c = canary(api)
+    values = {"driver": {"manager": {"version": "v0.12.0"}}}
+    plan, rec, nodes, cp = c.plan(None, "v26.7.1", ["a-0", "h-0"], "", ["100%"], values=values)
+    assert plan["disruption"]["in_place"] == sorted(NAMES) and plan["disruption"]["evicted_workloads"] == 0
+    c.prepare(rec, nodes, cp, {})
+    out = c.run_wave(rec, 0, {"policy": "evict"})
+    assert out["evicted"] == []
+    assert {"job-a-0", "job-h-0"} <= {p["metadata"]["name"] for p in api.pods}
+
+
+def test_the_module_refuses_a_plan_that_evicts_more_workloads_than_allowed_before_any_write():
+    api = FakeAPI(NAMES)
+    with_driver_pods_and_gpu_jobs(api)
+    with pytest.raises(
+        CanaryAbort, match=r"the plan evicts 6 GPU workload pod\(s\), more than max_evicted_workloads=5"
+    ):
+        run_module(api, step="prepare", max_evicted_workloads=5)
+    assert api.writes == []
+    assert run_module(api, step="plan", max_evicted_workloads=6)["plan"]["gate"]["passed"] is True
