@@ -15,7 +15,8 @@ LISTs of nodes and pods, `kubectl get nodes,pods -A -o json`), measured in the s
 
 The registered size is `result | to_json | length` (bytes of JSON) of the registered module result, measured by a
 separate run of the same play with one more task that writes it to a file (so the timed runs do not pay for it);
-for the role it is the role's registered cluster view (`__gpu_validate_cluster`).
+for the role it is the role's registered gpu_validate_report result (`__gpu_validate_report`: every row's verdict,
+checks and evidence; the cluster's view stays in the module).
 
 The bench seeds what an operator would have done on a healthy fleet, because the profile runs no operator: 7
 operand pods per GPU node (bench/cluster_info.py's seeding), and the operator's labels on every GPU node
@@ -88,9 +89,9 @@ VALIDATE_PLAY = """
         gpu_validate_fail_on: never
         gpu_validate_report_dir: "{{ bench_report_dir }}"
   post_tasks:
-    - name: Write the size of the registered cluster view
+    - name: Write the size of the registered verdict
       ansible.builtin.copy:
-        content: "{{ __gpu_validate_cluster | to_json | length }}"
+        content: "{{ __gpu_validate_report | to_json | length }}"
         dest: "{{ bench_size_file }}"
         mode: "0600"
       when: bench_size_file is defined

@@ -95,10 +95,7 @@ _value:
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.admission import (  # noqa: E402
     DEFAULT_ANNOTATION,
     DEFAULT_TAINT_KEY,
-    admission_plan,
-    annotations_by_node,
-    plan_lines,
-    plan_report,
+    gate_plan,
 )
 
 
@@ -112,20 +109,7 @@ def _admission_plan(
     known_taints=("nvidia.com/gpu",),
     cluster_policy=None,
 ):
-    cdi = (cluster_policy or {}).get("cdi") or {}
-    runtime = {"injection": summary.get("toolkit_mode"), "cdi": cdi.get("enabled")}
-    plan = admission_plan(
-        summary.get("rows") or [],
-        nodes or {},
-        taint_key,
-        annotations_by_node(node_objects, annotation),
-        today,
-        tuple(known_taints or ()),
-        runtime,
-    )
-    plan["report"] = plan_report(plan)
-    plan["lines"] = plan_lines(plan)
-    return plan
+    return gate_plan(summary, nodes, node_objects, cluster_policy, taint_key, annotation, today, known_taints)
 
 
 class FilterModule(object):

@@ -39,3 +39,16 @@ def write_files(module, files, mode="0644"):
     for tmp, path in staged:
         module.atomic_move(tmp, path)
         module.set_mode_if_different(path, mode, False)
+
+
+def write_stale(module, dest, files, mode="0644"):
+    """Write each ``{path: text}`` whose file holds another text (none in the module's check mode), making the
+    directory ``dest`` first; returns ``(current, stale)``: each path's text before (None: no file) and the
+    ``{path: text}`` that differed."""
+    current = {path: read_text(path) for path in files}
+    stale = {path: text for path, text in files.items() if current[path] != text}
+    if stale and not module.check_mode:
+        if not os.path.isdir(dest):
+            os.makedirs(dest, 0o755)
+        write_files(module, stale, mode)
+    return current, stale

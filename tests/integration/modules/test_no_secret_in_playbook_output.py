@@ -19,6 +19,7 @@ CLUSTER_MODULES = {
     "gpu_preflight_info": {},
     "gpu_smoke_test": {},
     "gpu_triage_info": {"namespace": "default"},
+    "gpu_validate_report": {"hosts": {}, "dest": "/nonexistent-gpuops/reports"},
 }
 BAD_INPUTS = {"unknown option": {"no_such_option": 1}, "wrong type": {"api_timeout": "soon"}, "no server": {}}
 

@@ -22,7 +22,7 @@ import json
 import os
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.files import read_text, write_files
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.files import read_text, write_stale
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.changes import (
     SnapshotError,
     check_baseline,
@@ -122,12 +122,7 @@ class AuditReport(object):
             snapshot["generated_at"] = previous["generated_at"]
         rendered = render_all(snapshot, self.formats, self.title)
         files = {self.path(fmt): text for fmt, text in rendered.items()}
-        current = {p: read_text(p) for p in files}
-        stale = {p: t for p, t in files.items() if current[p] != t}
-        if stale and not module.check_mode:
-            if not os.path.isdir(self.dest):
-                os.makedirs(self.dest, 0o755)
-            write_files(module, stale)
+        current, stale = write_stale(module, self.dest, files)
         primary = self.path("markdown" if "markdown" in self.formats else self.formats[0])
         return {
             "changed": bool(stale),

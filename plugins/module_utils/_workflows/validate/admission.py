@@ -219,3 +219,21 @@ def plan_report(plan):
     }
     counts = {s: sum(1 for e in nodes.values() if e["state"] == s) for s in (HELD, ADMITTED, LEFT_ALONE)}
     return {"taint_key": plan["taint_key"], "counts": counts, "nodes": nodes}
+
+
+def gate_plan(summary, nodes, node_objects, cluster_policy, taint_key, annotation, today, known_taints):
+    """:func:`admission_plan` over fleet_summary's ``summary`` with its ``report`` and printed ``lines``;
+    ``node_objects`` raw Nodes (their admission annotations), ``cluster_policy`` gpu_cluster_info's (CDI)."""
+    cdi = (cluster_policy or {}).get("cdi") or {}
+    plan = admission_plan(
+        summary.get("rows") or [],
+        nodes or {},
+        taint_key,
+        annotations_by_node(node_objects, annotation),
+        today,
+        tuple(known_taints or ()),
+        {"injection": summary.get("toolkit_mode"), "cdi": cdi.get("enabled")},
+    )
+    plan["report"] = plan_report(plan)
+    plan["lines"] = plan_lines(plan)
+    return plan

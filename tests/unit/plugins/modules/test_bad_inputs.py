@@ -20,6 +20,7 @@ MODULES = {
     "gpu_preflight_info": {},
     "gpu_smoke_test": {},
     "gpu_triage_info": {"namespace": "default"},
+    "gpu_validate_report": {"hosts": {}, "dest": "/nonexistent-gpuops/reports"},
     "nvidia_gpu_facts": {},
 }
 CLUSTER_MODULES = sorted(m for m in MODULES if m.startswith("gpu_") and m not in ("gpu_audit_report", "gpu_host_facts"))
@@ -34,6 +35,7 @@ WRONG_TYPES = {
     "gpu_preflight_info": ("page_size", "many", "int"),
     "gpu_smoke_test": ("timeout", "later", "int"),
     "gpu_triage_info": ("log_lines", "some", "int"),
+    "gpu_validate_report": ("console_limit", "few", "int"),
     "nvidia_gpu_facts": ("require_gpus", "perhaps", "bool"),
 }
 

@@ -1,0 +1,111 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+
+# This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
+# incompatibly at any time, including in a patch release. Do not use it elsewhere.
+
+"""The fleet validation on the module side (gpu_validate_report): read the cluster once, judge every host's node,
+plan the admission gate, write the reports and say what to print. The cluster's view (several kilobytes a node)
+never travels through Ansible variables; only the verdicts come back."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_read import read_lists, view_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.files import read_text, write_stale
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.admission import gate_plan
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.console import fleet_console
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import fleet_summary
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.html_page import render_html
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.report import (
+    summary_lines,
+    summary_markdown,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.report_json import (
+    render_json,
+    report_document,
+)
+
+EXPORTER = "nvidia-dcgm-exporter"
+
+
+def read_evidence(client, namespace, monitoring):
+    """``(sandbox events, monitoring)``: the operand sandbox failures of ``namespace`` (evidence for the toolkit
+    layer) and ``monitoring`` as fleet_summary takes it - with C(source: endpoints) the exporter Service and its
+    EndpointSlices are read here."""
+    events = client.list_core("events", namespace=namespace, field_selector="reason=FailedCreatePodSandBox")
+    if not monitoring or monitoring.get("source") != "endpoints":
+        return events, monitoring
+    service = client.get_or_none("/api/v1/namespaces/%s/services/%s" % (namespace, EXPORTER), what="get Service")
+    slices, _meta = client.list_all(
+        "/apis/discovery.k8s.io/v1/namespaces/%s/endpointslices" % namespace,
+        label_selector="kubernetes.io/service-name=%s" % EXPORTER,
+        what="list EndpointSlices",
+    )
+    return events, {"source": "endpoints", "service": service is not None, "endpoint_slices": slices}
+
+
+def report_files(summary, dest, basename, title, generated_at):
+    """``({path: text}, generated_at)``: the JSON, Markdown and HTML reports; the JSON keeps the previous report's
+    timestamp while its content is the same, and the other two print that timestamp."""
+    base = os.path.join(dest, basename)
+    document = report_document(summary, generated_at, read_text(base + ".json"))
+    generated = document["generated_at"]
+    return {
+        base + ".json": render_json(document),
+        base + ".md": summary_markdown(summary, title=title, generated=generated),
+        base + ".html": render_html(summary, title=title, generated=generated),
+    }, generated
+
+
+def validate(client, module, p, now, today):
+    """Everything the role needs after the smoke pods: ``{summary, admission, console, files, generated_at,
+    changed, diff}``. ``p`` holds the module's parameters; ``now`` the report timestamp, ``today`` the admission
+    record's date."""
+    if os.path.exists(p["dest"]) and not os.path.isdir(p["dest"]):
+        raise ArgumentError("dest %s exists and is not a directory; choose a report directory" % p["dest"])
+    namespace = p["operator_namespace"]
+    lists = read_lists(client, p["label_selector"], namespace, p["page_size"])
+    view = view_of(lists, p["label_selector"], "all", p["quarantine_markers"])
+    events, monitoring = read_evidence(client, namespace, p["monitoring"])
+    nri = bool(((view["cluster_policy"] or {}).get("cdi") or {}).get("nri_plugin"))
+    summary = fleet_summary(
+        p["hosts"], view["nodes"], p["smoke"], monitoring, p["mig_layouts"], events, view["dra"], p["routes"],
+        namespace, nri,
+    )  # fmt: skip
+    summary["lines"] = summary_lines(summary)
+    admission = None
+    if p["admission"] is not None:
+        gate = p["admission"]
+        admission = gate_plan(
+            summary, view["nodes"], lists["nodes"], view["cluster_policy"], gate["taint_key"], gate["annotation"],
+            today, gate["known_taints"],
+        )  # fmt: skip
+        summary["admission"] = admission["report"]
+    files, generated = report_files(summary, p["dest"], p["basename"], p["title"], now)
+    current, stale = write_stale(module, p["dest"], files)
+    markdown = sorted(path for path in files if path.endswith(".md"))[0]
+    return {
+        "summary": summary,
+        "admission": admission,
+        "console": fleet_console(
+            summary, view["nodes"], namespace, ["none written in check mode"] if module.check_mode else list(files),
+            p["console_limit"],
+        ),  # fmt: skip
+        "files": list(files),
+        "written": [] if module.check_mode else sorted(stale),
+        "generated_at": generated,
+        "changed": bool(stale),
+        "diff": {
+            "before": current[markdown] or "",
+            "after": files[markdown],
+            "before_header": markdown,
+            "after_header": markdown,
+        },
+    }

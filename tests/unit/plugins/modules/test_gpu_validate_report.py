@@ -1,0 +1,148 @@
+"""Specification of plugins/modules/gpu_validate_report.py with a stubbed API server (no cluster): the verdict of
+fleet_summary over the cluster's full view, computed in the module, with the reports written by the module."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import module_harness as harness
+from module_harness import Resp, page
+from test_gpu_cluster_info import POLICY, gpu_node, operand
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "module_utils"))
+from fleet_fixtures import nvml  # noqa: E402
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import cluster_view  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import (  # noqa: E402
+    fleet_summary,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_validate_report  # noqa: E402
+
+NS = "/api/v1/namespaces/gpu-operator"
+SLICES = "/apis/discovery.k8s.io/v1/namespaces/gpu-operator/endpointslices"
+SANDBOX_EVENT = {
+    "metadata": {"name": "e1", "namespace": "gpu-operator"},
+    "reason": "FailedCreatePodSandBox",
+    "involvedObject": {"kind": "Pod", "name": "nvidia-device-plugin-daemonset-g1"},
+    "message": 'failed to get sandbox runtime: no runtime for "nvidia" is configured',
+}
+
+
+class FakeApiServer:
+    """Nodes, operand pods, a ClusterPolicy, sandbox Events and the exporter's Service and EndpointSlices, from
+    memory; records every request and answers only GETs."""
+
+    def __init__(self, exporter=True):
+        app = "nvidia-device-plugin-daemonset"
+        self.nodes = [gpu_node("g%d" % i, **{"nvidia.com/gpu.deploy.device-plugin": "true"}) for i in range(3)]
+        for n in self.nodes:
+            n["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+        self.nodes[2]["metadata"]["annotations"] = {"gpuops.io/admission": "held 2026-12-01"}
+        # g1's device plugin never started (the sandbox event names it); g2 has none at all
+        pods = [operand("%s-g0" % app, "g0", app), operand("%s-g1" % app, "g1", app)]
+        pods[1]["status"] = {"phase": "Pending", "conditions": []}
+        self.collections = {
+            "/api/v1/nodes": self.nodes,
+            NS + "/pods": pods,
+            NS + "/events": [SANDBOX_EVENT],
+            "/apis/nvidia.com/v1/clusterpolicies": [POLICY],
+            SLICES: [],
+        }
+        self.service = {"metadata": {"name": "nvidia-dcgm-exporter"}} if exporter else None
+        self.paths = []
+
+    def request(self, method, url, body=None, headers=None, timeout=None, retries=None):
+        assert method == "GET", "gpu_validate_report must only read the cluster"
+        parts = urlsplit(url)
+        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        self.paths.append((parts.path, query))
+        if parts.path == "/version":
+            return Resp(200, {"gitVersion": "v1.36.3", "major": "1", "minor": "36"})
+        if parts.path == NS + "/services/nvidia-dcgm-exporter" and self.service:
+            return Resp(200, self.service)
+        if parts.path not in self.collections:
+            return Resp(404, {"message": "the server could not find the requested resource"}, "Not Found")
+        return page(self.collections[parts.path], query)
+
+
+HOSTS = {"g%d-host" % i: {"node_name": "g%d" % i, "pool": "h100", "nvidia_gpu": nvml()} for i in range(3)}
+
+
+def run(server, monkeypatch, tmp_path, check=False, **args):
+    args = dict({"hosts": HOSTS, "dest": str(tmp_path / "reports")}, **args)
+    return harness.run_module(gpu_validate_report, monkeypatch, args, server=server, check=check)
+
+
+def test_the_verdict_is_fleet_summary_over_the_full_view_and_only_reads(monkeypatch, tmp_path):
+    server = FakeApiServer()
+    result = run(server, monkeypatch, tmp_path)
+    assert result["_kind"] == "exit", result.get("msg")
+    c = server.collections
+    view = cluster_view(c["/api/v1/nodes"], c[NS + "/pods"], c["/apis/nvidia.com/v1/clusterpolicies"], None)
+    expected = fleet_summary(HOSTS, view["nodes"], sandbox_events=[SANDBOX_EVENT])
+    summary = result["summary"]
+    assert [r["verdict"] for r in summary["rows"]] == [r["verdict"] for r in expected["rows"]]
+    assert [r["failing_layer"] for r in summary["rows"]] == [r["failing_layer"] for r in expected["rows"]]
+    assert summary["rows"] == expected["rows"]
+    assert summary["lines"] and result["admission"] is None
+    assert result["api_requests"] == len(server.paths)
+    assert (NS + "/events", {"fieldSelector": "reason=FailedCreatePodSandBox", "limit": "500"}) in server.paths
+
+
+def test_it_writes_the_three_reports_once_and_a_rerun_changes_nothing(monkeypatch, tmp_path):
+    first = run(FakeApiServer(), monkeypatch, tmp_path)
+    files = [str(tmp_path / "reports" / ("gpu-validate." + ext)) for ext in ("json", "md", "html")]
+    assert first["changed"] is True and first["files"] == files and sorted(first["written"]) == sorted(files)
+    document = json.loads(Path(files[0]).read_text())
+    assert (
+        document["generated_at"] == first["generated_at"] and document["report"]["failed"] == first["summary"]["failed"]
+    )
+    assert first["console"][0].startswith("GPU validation: ")
+    assert first["console"][-1] == "reports: " + ", ".join(files)
+    second = run(FakeApiServer(), monkeypatch, tmp_path)
+    assert second["changed"] is False and second["written"] == []
+    assert second["generated_at"] == first["generated_at"], "an unchanged content keeps its timestamp"
+
+
+def test_check_mode_writes_nothing_and_says_what_would_change(monkeypatch, tmp_path):
+    result = run(FakeApiServer(), monkeypatch, tmp_path, check=True)
+    assert result["changed"] is True and result["written"] == []
+    assert not (tmp_path / "reports").exists()
+    assert result["console"][-1] == "reports: none written in check mode"
+
+
+def monitoring_evidence(result):
+    return [f["evidence"] for r in result["summary"]["rows"] for f in r["findings"] if f["layer"] == "monitoring"]
+
+
+def test_monitoring_from_endpoints_reads_the_exporter_service_and_its_slices(monkeypatch, tmp_path):
+    server = FakeApiServer(exporter=False)
+    without = run(server, monkeypatch, tmp_path, monitoring={"source": "endpoints"})
+    assert [r["checks"]["monitoring"] for r in without["summary"]["rows"]] == ["fail"] * 3
+    assert all("nvidia-dcgm-exporter Service" in e for e in monitoring_evidence(without)), monitoring_evidence(without)
+    assert {NS + "/services/nvidia-dcgm-exporter", SLICES} <= {path for path, _query in server.paths}
+    with_service = run(FakeApiServer(), monkeypatch, tmp_path, monitoring={"source": "endpoints"})
+    assert not any("no nvidia-dcgm-exporter Service" in e for e in monitoring_evidence(with_service))
+
+
+def test_admission_plans_the_gate_from_the_nodes_records_and_the_reports_carry_it(monkeypatch, tmp_path):
+    result = run(FakeApiServer(), monkeypatch, tmp_path, admission={})
+    plan = result["admission"]
+    assert plan["taint_key"] == "gpuops.io/unvalidated"
+    failing = [r["node"] for r in result["summary"]["rows"] if r["verdict"] == "fail"]
+    assert sorted(plan["taint"]) == sorted(failing)
+    assert result["summary"]["admission"] == plan["report"]
+    report = json.loads((tmp_path / "reports" / "gpu-validate.json").read_text())["report"]
+    assert report["admission"] == plan["report"]
+
+
+def test_a_dest_that_is_a_file_fails_naming_it_and_writes_nothing(monkeypatch, tmp_path):
+    blocker = tmp_path / "reports"
+    blocker.write_text("not a directory")
+    result = run(FakeApiServer(), monkeypatch, tmp_path)
+    assert result["_kind"] == "fail"
+    assert str(blocker) in result["msg"] and "not a directory" in result["msg"]
+    assert blocker.read_text() == "not a directory"
