@@ -77,7 +77,7 @@ options:
       - How much per-node detail the module returns. RV(totals) cover every GPU node whatever the choice, and the
         requests made are the same. A node has a problem when its RV(node_summary) C(problems) is not empty (not
         Ready, cordoned, operands not ready or missing, a failed driver upgrade, a DRA problem).
-      - V(problems) - RV(nodes) (the full view) and RV(node_summary) of the nodes with a problem only: the fleet
+      - V(problems) - RV(nodes) (the full view) and RV(node_summary) of the nodes with a problem only - the fleet
         shape, small whatever the fleet's size (Ansible serialises, registers and templates every byte a module
         returns; a healthy 1,000-node fleet returns a few kilobytes).
       - V(summary) - RV(node_summary) of every node (about 200 bytes a node) and RV(nodes) of the nodes with a

@@ -76,17 +76,31 @@ def validate(client, module, p, now, today):
     events, monitoring = read_evidence(client, namespace, p["monitoring"])
     nri = bool(((view["cluster_policy"] or {}).get("cdi") or {}).get("nri_plugin"))
     summary = fleet_summary(
-        p["hosts"], view["nodes"], p["smoke"], monitoring, p["mig_layouts"], events, view["dra"], p["routes"],
-        namespace, nri,
-    )  # fmt: skip
+        p["hosts"],
+        view["nodes"],
+        p["smoke"],
+        monitoring,
+        p["mig_layouts"],
+        events,
+        view["dra"],
+        p["routes"],
+        namespace,
+        nri,
+    )
     summary["lines"] = summary_lines(summary)
     admission = None
     if p["admission"] is not None:
         gate = p["admission"]
         admission = gate_plan(
-            summary, view["nodes"], lists["nodes"], view["cluster_policy"], gate["taint_key"], gate["annotation"],
-            today, gate["known_taints"],
-        )  # fmt: skip
+            summary,
+            view["nodes"],
+            lists["nodes"],
+            view["cluster_policy"],
+            gate["taint_key"],
+            gate["annotation"],
+            today,
+            gate["known_taints"],
+        )
         summary["admission"] = admission["report"]
     files, generated = report_files(summary, p["dest"], p["basename"], p["title"], now)
     current, stale = write_stale(module, p["dest"], files)
@@ -95,9 +109,12 @@ def validate(client, module, p, now, today):
         "summary": summary,
         "admission": admission,
         "console": fleet_console(
-            summary, view["nodes"], namespace, ["none written in check mode"] if module.check_mode else list(files),
+            summary,
+            view["nodes"],
+            namespace,
+            ["none written in check mode"] if module.check_mode else list(files),
             p["console_limit"],
-        ),  # fmt: skip
+        ),
         "files": list(files),
         "written": [] if module.check_mode else sorted(stale),
         "generated_at": generated,
