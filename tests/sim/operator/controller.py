@@ -209,7 +209,7 @@ class Controller:
         for d in desired:
             ds_status.setdefault(d["metadata"]["name"], (1, 0, 0))
         err = self._servicemonitor_error(cp, spec)
-        state, reason, msg = L.policy_state(len(gpu_nodes), ds_status, err)
+        state, reason, msg = L.upgrade_aware_state(cp, L.policy_state(len(gpu_nodes), ds_status, err), gpu_nodes)
         self._set_status("clusterpolicies", "v1", cp, state, reason, msg, namespace=ns)
         for nvd in nvds:
             nname = L.name(nvd)

@@ -483,6 +483,29 @@ def chart_version(cp: dict) -> tuple:
     return tuple(int(x) for x in m.groups()) if m else ()
 
 
+def mid_upgrade(nodes: list[dict]) -> list[str]:
+    """The names of the nodes whose driver upgrade is queued or under way (upgrade-required up to
+    uncordon-required), the skip-labelled ones left out."""
+    return sorted(
+        name(n)
+        for n in nodes
+        if labels(n).get(UPGRADE_STATE) in UPGRADE_STATES[:8] and labels(n).get(UPGRADE_SKIP) != "true"
+    )
+
+
+def upgrade_aware_state(cp: dict, state: tuple[str, str, str], nodes: list[dict]) -> tuple[str, str, str]:
+    """From 26.7.0 the ClusterPolicy stays notReady while any node is mid-upgrade (no early Ready); older releases
+    report the operands' state alone, which can be ready while nodes still upgrade."""
+    upgrading = mid_upgrade(nodes)
+    if state[0] != "ready" or not upgrading or not restarts_in_place(cp):
+        return state
+    return (
+        "notReady",
+        "DriverUpgradeInProgress",
+        f"driver upgrade in progress on {len(upgrading)} node(s): {', '.join(upgrading[:5])}",
+    )
+
+
 def restarts_in_place(cp: dict) -> bool:
     """Operator 26.7.0 and later: driver config digest, in-place driver restart, client-label evictions."""
     return chart_version(cp) >= (26, 7, 0)

@@ -454,3 +454,30 @@ def test_build_repo_indexes_every_version(tmp_path):
 
     idx = yaml.safe_load((tmp_path / "index.yaml").read_text())
     assert sorted(e["version"] for e in idx["entries"]["gpu-operator"]) == sorted(chart.VERSIONS)
+
+
+def _upgrading_node(nm, state, skip=False):
+    lab = {L.UPGRADE_STATE: state}
+    if skip:
+        lab[L.UPGRADE_SKIP] = "true"
+    return {"metadata": {"name": nm, "labels": lab}}
+
+
+def _cp(chart):
+    return {"metadata": {"name": "cluster-policy", "labels": {"helm.sh/chart": chart}}}
+
+
+READY = ("ready", "Reconciled", "ClusterPolicy is ready")
+
+
+def test_from_26_7_the_cluster_policy_stays_not_ready_while_a_node_upgrades():
+    nodes = [_upgrading_node("gpu-0", "upgrade-done"), _upgrading_node("gpu-1", "drain-required")]
+    state, reason, msg = L.upgrade_aware_state(_cp("gpu-operator-v26.7.0"), READY, nodes)
+    assert (state, reason) == ("notReady", "DriverUpgradeInProgress") and "gpu-1" in msg
+
+
+def test_older_releases_report_ready_early_and_skip_labelled_nodes_never_count():
+    nodes = [_upgrading_node("gpu-1", "drain-required")]
+    assert L.upgrade_aware_state(_cp("gpu-operator-v26.3.3"), READY, nodes) == READY
+    held = [_upgrading_node("gpu-1", "upgrade-required", skip=True), _upgrading_node("gpu-2", "upgrade-failed")]
+    assert L.upgrade_aware_state(_cp("gpu-operator-v26.7.0"), READY, held) == READY

@@ -32,6 +32,12 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
     meta_of,
     name_of,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.upgrade_status import (
+    image_tag,
+    nodes_in_flight,
+    policy_status,
+    running_release,
+)
 
 
 def observed_generation(obj):
@@ -43,13 +49,6 @@ def observed_generation(obj):
         if cond.get("type") == "Ready" and isinstance(cond.get("observedGeneration"), int):
             return cond["observedGeneration"], "the Ready condition's observedGeneration"
     return None, None
-
-
-def _tag(image):
-    """The tag of an image reference (``repo/driver:595.91.07-ubuntu22.04@sha256:...`` -> ``595.91.07-ubuntu22.04``)."""
-    ref = str(image or "").split("@", 1)[0]
-    last = ref.rsplit("/", 1)[-1]
-    return last.split(":", 1)[1] if ":" in last else ""
 
 
 def old_driver_pods(policy, pods, nodes):
@@ -67,7 +66,7 @@ def old_driver_pods(policy, pods, nodes):
             continue
         if meta_of(pod).get("deletionTimestamp"):
             continue
-        tag = _tag(((pod.get("spec") or {}).get("containers") or [{}])[0].get("image"))
+        tag = image_tag(((pod.get("spec") or {}).get("containers") or [{}])[0].get("image"))
         if tag != version and not tag.startswith(version + "-"):
             old.append((node, tag))
     return sorted(old, key=lambda x: (x[0] or "", x[1]))
@@ -125,9 +124,16 @@ def readiness(kube, namespace, kind="ClusterPolicy"):
     stale = [stale_status(kind, policy, pods, nodes)] if policy else []
     stale += [stale_status("NVIDIADriver", d) for d in drivers or []] if use_drivers else []
     stale = [s for s in stale if s]
+    in_flight = nodes_in_flight(view["nodes"])
+    status = policy_status(cp, running_release(policy, pods)[0], in_flight)
+    if in_flight:
+        stale.append(status["text"])
     return {
         "kind": kind,
         "ready": bool(cp.get("ready")) and drivers_ready and not stale,
+        "release": status["release"],
+        "status_meaning": status["meaning"],
+        "upgrading": status["upgrading"],
         "state": cp.get("state"),
         "generation": cp.get("generation"),
         "observed_generation": observed_generation(policy)[0] if policy else None,

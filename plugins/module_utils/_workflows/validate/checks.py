@@ -24,6 +24,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.val
     SKIP,
     finding,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.upgrade import check_upgrade
 
 REQUIRED_LABELS = ("nvidia.com/gpu.present", "nvidia.com/gpu.product", "nvidia.com/gpu.count")
 #: In DRA mode the devices' attributes carry product and count (no gpu-feature-discovery labels).
@@ -215,14 +216,23 @@ def node_findings(host, node, smoke=None, monitoring=None, mig_layouts=None, san
 
 
 def node_checks(
-    host, node, smoke=None, monitoring=None, mig_layouts=None, sandbox_events=None, dra_summary=None, nri_plugin=False
+    host,
+    node,
+    smoke=None,
+    monitoring=None,
+    mig_layouts=None,
+    sandbox_events=None,
+    dra_summary=None,
+    nri_plugin=False,
+    expected_driver=None,
 ):
     """``(checks, findings)``: the outcome of each check by name (pass/fail/skipped) and the findings.
 
     A node in DRA mode (:func:`dra.dra_only`) runs the DRA checks instead of the allocatable one, a node in both
     modes runs both; ``dra_summary`` is gpu_cluster_info's cluster-wide ``dra`` (its missing DeviceClasses fail
     every node using DRA); ``nri_plugin``: the ClusterPolicy's NRI plugin mode (the toolkit layer is its ready
-    toolkit pod, no runtime handler)."""
+    toolkit pod, no runtime handler); ``expected_driver``: the driver version the operator is set to for the node
+    (the upgrade check)."""
     nvml = host.get("nvidia_gpu") or {}
     outcome = {}
     findings = []
@@ -237,6 +247,7 @@ def node_checks(
         for name, _unused in CHECKS[2:]:
             outcome[name] = SKIP
         return outcome, findings
+    record("upgrade", check_upgrade(node, expected_driver))
     in_dra = dra.uses_dra(node)
     record("labels", _check_labels(node, DRA_REQUIRED_LABELS if dra.dra_only(node) else REQUIRED_LABELS))
     if dra.dra_only(node):

@@ -77,6 +77,7 @@ def fleet_summary(
     routes=None,
     namespace="gpu-operator",
     nri_plugin=False,
+    driver_targets=None,
 ):
     """One row per host: the node's GPU view, the host's NVML view, each check and the verdict.
 
@@ -88,7 +89,8 @@ def fleet_summary(
     layer -> owner over the default routes (``by_owner`` groups the failures by them); ``namespace`` the operator's
     (the commands of ``by_owner``); ``nri_plugin`` the ClusterPolicy's NRI plugin mode (``cdi.nriPluginEnabled``:
     the toolkit layer is the ready toolkit pod and its NRI plugin, no RuntimeClass or runtime handler is expected;
-    ``toolkit_mode`` says which).
+    ``toolkit_mode`` says which); ``driver_targets`` the driver version the operator is set to per node name (the
+    upgrade check; a node not in it is judged by its upgrade state only).
     """
     routes = merged_routes(routes)
     per_node_monitoring = None
@@ -114,7 +116,17 @@ def fleet_summary(
         nvml = host.get("nvidia_gpu") or {}
         mon = None if per_node_monitoring is None else per_node_monitoring.get(node_name, empty)
         smoke_result = None if smoke is None else smoke.get(node_name, {"status": "failed", "reason": "not run"})
-        checks, findings = node_checks(host, node, smoke_result, mon, mig_layouts, events, dra, nri_plugin)
+        checks, findings = node_checks(
+            host,
+            node,
+            smoke_result,
+            mon,
+            mig_layouts,
+            events,
+            dra,
+            nri_plugin,
+            (driver_targets or {}).get(node_name),
+        )
         quarantine = (node or {}).get("quarantine") or []
         verdict, layer, evidence = _verdict(findings, quarantine)
         rows.append(

@@ -25,6 +25,7 @@ LAYERS = in_layer_order(
 CHECKS = (
     ("host", "NVML on the host sees the GPUs"),
     ("node", "the host's Kubernetes node exists and is Ready"),
+    ("upgrade", "no driver upgrade failed or under way; the node runs the driver the operator is set to"),
     ("labels", "GPU labels present (gpu.present, product, count; gpu.present only in DRA mode)"),
     ("allocatable", "extended-resource mode: allocatable nvidia.com/gpu equals the NVML GPU count"),
     ("operands", "GPU Operator operand pods ready"),

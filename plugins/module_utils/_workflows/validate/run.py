@@ -17,8 +17,16 @@ __metaclass__ = type
 import os
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_read import read_lists, view_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import cluster_policy_in_use
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.files import read_text, write_stale
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, name_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.upgrade_status import (
+    expected_driver,
+    nodes_in_flight,
+    policy_status,
+    running_release,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.admission import gate_plan
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.console import fleet_console
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import fleet_summary
@@ -51,6 +59,16 @@ def read_evidence(client, namespace, monitoring):
     return events, {"source": "endpoints", "service": service is not None, "endpoint_slices": slices}
 
 
+def operator_status(lists, view):
+    """``(driver_targets, status)``: the driver version the operator is set to per node, and how to read the
+    ClusterPolicy's state while nodes upgrade (``upgrade_status.policy_status`` for the release that runs)."""
+    policy = view["cluster_policy"]
+    targets = {name_of(n): expected_driver(labels_of(n), policy, view["nvidia_drivers"]) for n in lists["nodes"] or []}
+    in_flight = nodes_in_flight(view["nodes"])
+    release = running_release(cluster_policy_in_use(lists["cluster_policies"]), lists["pods"] or [])[0]
+    return targets, policy_status(policy, release, in_flight)
+
+
 def report_files(summary, dest, basename, title, generated_at):
     """``({path: text}, generated_at)``: the JSON, Markdown and HTML reports; the JSON keeps the previous report's
     timestamp while its content is the same, and the other two print that timestamp."""
@@ -75,6 +93,7 @@ def validate(client, module, p, now, today):
     view = view_of(lists, p["label_selector"], "all", p["quarantine_markers"])
     events, monitoring = read_evidence(client, namespace, p["monitoring"])
     nri = bool(((view["cluster_policy"] or {}).get("cdi") or {}).get("nri_plugin"))
+    targets, status = operator_status(lists, view)
     summary = fleet_summary(
         p["hosts"],
         view["nodes"],
@@ -86,7 +105,9 @@ def validate(client, module, p, now, today):
         p["routes"],
         namespace,
         nri,
+        targets,
     )
+    summary["operator"] = status
     summary["lines"] = summary_lines(summary)
     admission = None
     if p["admission"] is not None:

@@ -51,14 +51,14 @@ def test_failing_layers_are_listed_lowest_first():
 def test_each_node_is_a_table_row_with_the_outcome_of_every_check():
     lines = report(broken()).splitlines()
     header = lines.index(
-        "| node | pool | product | verdict | layer | host | node | labels | allocatable | operands "
+        "| node | pool | product | verdict | layer | host | node | upgrade | labels | allocatable | operands "
         "| dra-plugin | dra-slices | dra-devices | dra-taints | mig | smoke | monitoring |"
     )
-    assert lines[header + 1] == "|---" * 17 + "|"
+    assert lines[header + 1] == "|---" * 18 + "|"
     assert lines[header + 2 : header + 5] == [
-        "| gpu-0 | p | T4 | pass | - | ok | ok | ok | ok | ok | - | - | - | - | - | - | - |",
-        "| gpu-1 | p | T4 | **fail** | device-plugin | ok | ok | ok | **FAIL** | ok | - | - | - | - | - | - | - |",
-        "| gpu-2 | p | T4 | **fail** | driver | **FAIL** | ok | ok | - | ok | - | - | - | - | - | - | - |",
+        "| gpu-0 | p | T4 | pass | - | ok | ok | ok | ok | ok | ok | - | - | - | - | - | - | - |",
+        "| gpu-1 | p | T4 | **fail** | device-plugin | ok | ok | ok | ok | **FAIL** | ok | - | - | - | - | - | - | - |",
+        "| gpu-2 | p | T4 | **fail** | driver | **FAIL** | ok | ok | ok | - | ok | - | - | - | - | - | - | - |",
     ]
 
 

@@ -90,6 +90,7 @@ def test_layers_and_checks_are_in_dependency_and_issue_order():
     assert [c for c, _d in CHECKS] == [
         "host",
         "node",
+        "upgrade",
         "labels",
         "allocatable",
         "operands",
