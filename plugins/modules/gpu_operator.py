@@ -212,12 +212,17 @@ readiness:
   description:
     - After a write with O(ready_timeout) > 0. C(kind) (V(ClusterPolicy), or V(GPUCluster) in V(gpucluster) mode),
       C(ready), C(state), C(conditions), C(generation) and C(observed_generation) of that object, C(stale) (what the
-      operator has not caught up with yet), C(nvidia_drivers) states, C(not_ready_operands) (node -> components),
-      C(unscheduled_operands), C(waited_s).
+      operator has not caught up with yet, the nodes still mid-upgrade included), C(nvidia_drivers) states,
+      C(not_ready_operands) (node -> components), C(unscheduled_operands), C(waited_s).
+    - C(release) (the operator release that runs, from the object's chart labels or the operator pod's image; null
+      when unknown), C(upgrading) (the nodes mid-upgrade, not held by the skip label) and C(status_meaning)
+      (V(ready), V(not-ready), V(upgrading) - 26.7.0+ keeps the object notReady while nodes upgrade - or
+      V(not-proven) - an older or unknown release, whose ready state proves nothing during an upgrade). The wait is
+      not ready while a node is mid-upgrade, on any release.
   returned: when the release was written and O(ready_timeout) > 0
   type: dict
   sample: {ready: true, state: ready, generation: 4, observed_generation: 4, stale: [], conditions: [],
-           not_ready_operands: {}, waited_s: 12.5}
+           release: 26.7.0, upgrading: [], status_meaning: ready, not_ready_operands: {}, waited_s: 12.5}
 helm_version:
   description: The helm binary's version.
   returned: always

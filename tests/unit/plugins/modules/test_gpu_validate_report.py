@@ -146,3 +146,27 @@ def test_a_dest_that_is_a_file_fails_naming_it_and_writes_nothing(monkeypatch, t
     assert result["_kind"] == "fail"
     assert str(blocker) in result["msg"] and "not a directory" in result["msg"]
     assert blocker.read_text() == "not a directory"
+
+
+def test_a_node_mid_upgrade_fails_the_upgrade_check_and_the_operator_reading_says_why_the_policy_is_not_ready(
+    monkeypatch, tmp_path
+):
+    server = FakeApiServer()
+    policy = {
+        "metadata": {"name": "gpu-cluster-policy", "labels": {"helm.sh/chart": "gpu-operator-v26.7.0"}},
+        "spec": {"driver": {"version": "595.91.07"}},
+        "status": {"state": "notReady"},
+    }
+    server.collections["/apis/nvidia.com/v1/clusterpolicies"] = [policy]
+    server.nodes[0]["metadata"]["labels"]["nvidia.com/gpu-driver-upgrade-state"] = "pod-restart-required"
+    server.nodes[1]["metadata"]["labels"]["nvidia.com/cuda.driver-version.full"] = "580.95.05"
+    result = run(server, monkeypatch, tmp_path)
+    operator = result["summary"]["operator"]
+    assert (operator["release"], operator["meaning"], operator["upgrading"]) == ("26.7.0", "upgrading", ["g0"])
+    rows = {r["node"]: r for r in result["summary"]["rows"]}
+    assert rows["g0"]["checks"]["upgrade"] == "fail" and rows["g0"]["failing_layer"] == "driver"
+    assert "pod-restart-required" in rows["g0"]["evidence"][0]
+    assert rows["g1"]["checks"]["upgrade"] == "fail"
+    assert "runs driver 580.95.05, the operator is set to 595.91.07" in rows["g1"]["evidence"][0]
+    assert rows["g2"]["checks"]["upgrade"] == "pass"
+    assert "operator: operator 26.7.0 keeps ClusterPolicy gpu-cluster-policy notReady" in "\n".join(result["console"])
