@@ -21,10 +21,14 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
+    UPGRADE_SKIP_LABEL,
+    UPGRADE_STATE_LABEL,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import (
     CONTROLLER_CORDON_STATES,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, name_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import is_true, labels_of, name_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.compat import version_tuple
 
 #: The first release whose ClusterPolicy stays notReady while a node is mid-upgrade.
@@ -78,9 +82,14 @@ def upgrading(state, held=False):
     return not held and state in IN_FLIGHT_STATES
 
 
-def nodes_in_flight(views):
-    """``{node: upgrade state}`` of the node views (``cluster_view`` nodes) that are mid-upgrade."""
-    return {name: v["upgrade_state"] for name, v in views.items() if upgrading(v["upgrade_state"], v["upgrade_skip"])}
+def nodes_in_flight(nodes):
+    """``{node: upgrade state}`` of the Node objects ``nodes`` that are mid-upgrade."""
+    states = ((name_of(n), labels_of(n)) for n in nodes or [])
+    return {
+        name: labels[UPGRADE_STATE_LABEL]
+        for name, labels in states
+        if upgrading(labels.get(UPGRADE_STATE_LABEL), is_true(labels.get(UPGRADE_SKIP_LABEL)))
+    }
 
 
 def policy_status(policy, release, in_flight):

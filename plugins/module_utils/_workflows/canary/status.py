@@ -16,6 +16,7 @@ __metaclass__ = type
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
     UPGRADE_SKIP_LABEL,
     UPGRADE_STATE_LABEL,
+    cluster_policy_view,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import (
     evidence_text,
@@ -26,6 +27,11 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
     annotations_of,
     labels_of,
     name_of,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.upgrade_status import (
+    nodes_in_flight,
+    policy_status,
+    running_release,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.driver import value_text
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import (
@@ -211,6 +217,9 @@ def describe(record, cp, nfd_daemonsets, nodes, where, taint):
         "leftovers": left,
         "kept": kept,
         "next": _next(rec.get("phase"), left),
+        "operator": policy_status(
+            cluster_policy_view([cp] if cp else None), running_release(cp)[0], nodes_in_flight(nodes)
+        ),
     }
     if record:
         lines = [
@@ -238,6 +247,8 @@ def describe(record, cp, nfd_daemonsets, nodes, where, taint):
             "Kept after the upgrade: %s (every operand pod carries it; taking it back would restart them all, a "
             "chart upgrade without it drops it)." % "; ".join(kept)
         )
+    if out["operator"]["meaning"] in ("upgrading", "not-proven"):
+        lines.append("Operator: %s." % out["operator"]["text"])
     out["lines"] = lines + [out["next"]]
     return out
 

@@ -64,7 +64,7 @@ def operator_status(lists, view):
     ClusterPolicy's state while nodes upgrade (``upgrade_status.policy_status`` for the release that runs)."""
     policy = view["cluster_policy"]
     targets = {name_of(n): expected_driver(labels_of(n), policy, view["nvidia_drivers"]) for n in lists["nodes"] or []}
-    in_flight = nodes_in_flight(view["nodes"])
+    in_flight = nodes_in_flight(lists["nodes"])
     release = running_release(cluster_policy_in_use(lists["cluster_policies"]), lists["pods"] or [])[0]
     return targets, policy_status(policy, release, in_flight)
 

@@ -267,3 +267,15 @@ def test_a_finished_upgrade_leaves_nothing_behind_and_names_the_tolerations_it_k
         "the canary toleration gpuops.io/canary-upgrade:NoSchedule on the operands of ClusterPolicy cluster-policy"
     ]
     assert st["lines"][-2].startswith("Kept after the upgrade: the canary toleration gpuops.io/canary-upgrade")
+
+
+def test_the_status_reads_the_cluster_policy_by_release_while_nodes_upgrade():
+    moving = node("h100-1", labels={STATE: "drain-required", DRIVER_VERSION_LABEL: "580.1"})
+    cp = policy(driver={"version": "610.1"})
+    cp["metadata"]["labels"] = {"helm.sh/chart": "gpu-operator-v26.3.3"}
+    cp["status"] = {"state": "ready"}
+    st = describe(record(), cp, [], [moving], "ns/cm", (TAINT, "NoSchedule"))
+    assert (st["operator"]["meaning"], st["operator"]["upgrading"]) == ("not-proven", ["h100-1"])
+    assert st["lines"][-2].startswith("Operator: ClusterPolicy cluster-policy says ready, but on operator 26.3.3")
+    st = describe(record(), cp, [], [node("h100-1")], "ns/cm", (TAINT, "NoSchedule"))
+    assert st["operator"]["meaning"] == "ready" and not any(x.startswith("Operator:") for x in st["lines"])
