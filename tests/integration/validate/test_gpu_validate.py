@@ -72,6 +72,7 @@ def test_a_healthy_cluster_passes_every_node_and_reports_in_json_and_markdown(va
         assert row["checks"] == {
             "host": "pass",
             "node": "pass",
+            "upgrade": "pass",
             "labels": "pass",
             "allocatable": "pass",
             "operands": "pass",
