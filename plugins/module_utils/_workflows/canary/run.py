@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operator_names import discover
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import plan as plan_step
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import prepare as prepare_step
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import rollback as rollback_step
@@ -35,3 +36,10 @@ class Canary(CanarySession):
     abort = wave_step.abort
     rollback = rollback_step.rollback
     status = status_step.status
+
+
+def canary_for(client, namespace=None, cluster_policy=None, **kwargs):
+    """``(canary, names)``: a :class:`Canary` in the operator namespace found from the ``operator_namespace`` and
+    ``cluster_policy`` options (None: discover; ``_clients.operator_names``) and the :class:`.OperatorNames`."""
+    names = discover(client, namespace, cluster_policy)
+    return Canary(client, namespace=names.namespace, cluster_policy=cluster_policy, **kwargs), names
