@@ -20,11 +20,12 @@ description:
     may do it.
   - "A fixed number of reads whatever the cluster size: C(/version), one paginated LIST of nodes, one LIST of
     DaemonSets across namespaces (label selector C(app.kubernetes.io/name=node-feature-discovery)), four API
-    discovery GETs, one GET each for the RuntimeClass and the namespace, one LIST of ClusterPolicies; never one
-    request per node."
+    discovery GETs, one GET each for the RuntimeClass and the namespace, one LIST each of ClusterPolicies and
+    NVIDIADrivers (and of the operator's pods when they are needed to find its namespace, see
+    O(operator_namespace)); never one request per node."
   - Read-only; a SelfSubjectAccessReview only asks. Needs RBAC C(list) on nodes and daemonsets, C(get) on
-    namespaces and runtimeclasses, C(list) on clusterpolicies.nvidia.com and C(create) on
-    selfsubjectaccessreviews (docs/rbac.yml).
+    namespaces and runtimeclasses, C(list) on pods, clusterpolicies.nvidia.com and nvidiadrivers.nvidia.com and
+    C(create) on selfsubjectaccessreviews (docs/rbac.yml).
   - The checks themselves are in the P(gpuops.gpu_operator.baseline_report#filter) filter and the
     C(gpuops.gpu_operator.gpu_baseline) role.
 author:
