@@ -415,7 +415,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args imp
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.run import canary_for
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.steps import check_step, run_step
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.steps import run_step
 
 
 def argspec():
@@ -462,11 +462,9 @@ def _fetch(url):
 def execute(module, client, clock=time.time, sleep=time.sleep):
     """Run ``step`` (see :func:`.steps.run_step`) in the operator namespace found; returns the result dict."""
     p = dict(module.params, _fetch=_fetch)
-    check_step(p)
     canary, names = canary_for(
         client,
-        p["operator_namespace"],
-        p["cluster_policy"],
+        p,
         configmap=p["record_name"],
         taint_key=p["taint_key"],
         taint_effect=p["taint_effect"],

@@ -24,6 +24,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import status as status_step
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import wave as wave_step
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.session import CanarySession
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.steps import check_step
 
 
 class Canary(CanarySession):
@@ -38,8 +39,10 @@ class Canary(CanarySession):
     status = status_step.status
 
 
-def canary_for(client, namespace=None, cluster_policy=None, **kwargs):
-    """``(canary, names)``: a :class:`Canary` in the operator namespace found from the ``operator_namespace`` and
-    ``cluster_policy`` options (None: discover; ``_clients.operator_names``) and the :class:`.OperatorNames`."""
-    names = discover(client, namespace, cluster_policy)
-    return Canary(client, namespace=names.namespace, cluster_policy=cluster_policy, **kwargs), names
+def canary_for(client, p, **kwargs):
+    """``(canary, names)`` for the module's parameters ``p``: the step's options checked before any request, then a
+    :class:`Canary` in the operator namespace found from ``operator_namespace`` and ``cluster_policy`` (None:
+    discover; ``_clients.operator_names``) and the :class:`.OperatorNames`."""
+    check_step(p)
+    names = discover(client, p["operator_namespace"], p["cluster_policy"])
+    return Canary(client, namespace=names.namespace, cluster_policy=p["cluster_policy"], **kwargs), names
