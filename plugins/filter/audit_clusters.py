@@ -54,9 +54,10 @@ options:
     description: The kubeconfig context of a cluster whose hosts set no C(gpu_audit_context).
     type: str
   operator_namespace:
-    description: The GPU Operator namespace of a cluster whose hosts set no C(gpu_audit_operator_namespace).
+    description:
+      - The GPU Operator namespace of a cluster whose hosts set no C(gpu_audit_operator_namespace).
+      - Unset (null) for M(gpuops.gpu_operator.gpu_cluster_info) to discover it.
     type: str
-    default: gpu-operator
 """
 
 EXAMPLES = r"""
@@ -64,7 +65,7 @@ EXAMPLES = r"""
   ansible.builtin.set_fact:
     clusters: "{{ hostvars | gpuops.gpu_operator.audit_clusters(groups, cluster_groups=['east', 'west']) }}"
   # {"east": {"hosts": ["east-gpu-0"], "kubeconfig": "east.kubeconfig", "context": null,
-  #           "operator_namespace": "gpu-operator"}, "west": {...}}
+  #           "operator_namespace": null}, "west": {...}}  (null: discovered by gpu_cluster_info)
 """
 
 RETURN = r"""
@@ -104,7 +105,7 @@ def audit_clusters(
     default_cluster="default",
     kubeconfig=None,
     context=None,
-    operator_namespace="gpu-operator",
+    operator_namespace=None,
 ):
     cluster_groups = list(cluster_groups or [])
     members = _members(groups, host_group, cluster_groups, default_cluster)

@@ -15,8 +15,8 @@ description:
   - Moves GPU nodes to a new driver version in waves, a canary pool first, through the GPU Operator's own upgrade
     controller. Every node that is not in the current wave carries the skip label
     C(nvidia.com/gpu-driver-upgrade.skip=true), so the controller leaves it in C(upgrade-required) on its old driver.
-  - The progress record (the plan, each wave's status, the nodes it labelled) is a ConfigMap in
-    O(operator_namespace), so a second run with the same target continues where the first stopped.
+  - The progress record (the plan, each wave's status, the nodes it labelled) is a ConfigMap in the operator
+    namespace (see O(operator_namespace)), so a second run with the same target continues where the first stopped.
   - O(step=plan) reads the cluster and returns the plan (waves and their nodes, labels, taints, the nodes someone else
     quarantined - see O(foreign_quarantine)) and the gate (nodes in C(upgrade-failed), PodDisruptionBudgets, GPU jobs,
     the CUDA versions of running workloads, and a change the operator would never make - a driver version where the
@@ -54,6 +54,7 @@ author:
 extends_documentation_fragment:
   - gpuops.gpu_operator.kubeconfig
   - gpuops.gpu_operator.quarantine
+  - gpuops.gpu_operator.operator_names
   - gpuops.gpu_operator.attributes
   - gpuops.gpu_operator.attributes.CHECK_MODE_PLAN
   - gpuops.gpu_operator.attributes.NO_DIFF
@@ -135,10 +136,6 @@ options:
     type: str
     choices: [NoSchedule, PreferNoSchedule, NoExecute]
     default: NoSchedule
-  operator_namespace:
-    description: Namespace of the GPU Operator; the progress ConfigMap lives there.
-    type: str
-    default: gpu-operator
   record_name:
     description: Name of the progress ConfigMap.
     type: str
@@ -322,8 +319,7 @@ plan:
       condition's C(reason) and C(message)), C(counts_against_max_unavailable) and C(fix)), C(budget)
       (C(max_unavailable), C(gpu_nodes), C(allowed), C(used_by_quarantine), C(left)), C(resumed), C(phase), and
       C(gate) (C(passed), C(failures), C(unmanaged) (per operand, the planned nodes it does not run on and why),
-      C(pdbs),
-      C(gpu_jobs), and C(cuda) - C(target_driver), C(workloads) with C(pod), C(node), C(container), C(image),
+      C(pdbs), C(gpu_jobs), and C(cuda) - C(target_driver), C(workloads) with C(pod), C(node), C(container), C(image),
       C(cuda), C(required_driver), C(ok), and C(unknown)), C(tolerations) (what the chart upgrade must keep of the
       preparation), C(switches) (each ClusterPolicy section's C(enabled), which a chart upgrade keeps) and
       C(disruption) - C(release), C(in_place) and C(full) (node names), C(evicted_workloads), C(client_label), and
@@ -397,6 +393,10 @@ failed_nodes:
   returned: on failure of a wave
   type: dict
   sample: {h100-0: "the operator's upgrade controller set nvidia.com/gpu-driver-upgrade-state=upgrade-failed"}
+operator:
+  description: The operator names used and how they were found, as M(gpuops.gpu_operator.gpu_cluster_info) says.
+  returned: always
+  type: dict
 api_requests:
   description: HTTP requests made to the API server.
   returned: always
@@ -411,16 +411,17 @@ from ansible.module_utils.urls import open_url
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import KUBERNETES, module_client
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import (
     KUBECONFIG_ARG_SPEC,
+    OPERATOR_NAMES_ARG_SPEC,
     QUARANTINE_ARG_SPEC,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.run import Canary
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.run import canary_for
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.steps import run_step
 
 
 def argspec():
-    spec = dict(KUBECONFIG_ARG_SPEC, **QUARANTINE_ARG_SPEC)
+    spec = dict(KUBECONFIG_ARG_SPEC, **QUARANTINE_ARG_SPEC, **OPERATOR_NAMES_ARG_SPEC)
     spec.update(
         step=dict(type="str", default="plan", choices=["plan", "prepare", "wave", "finish_wave", "rollback", "status"]),
         driver_version=dict(type="str"),
@@ -433,7 +434,6 @@ def argspec():
         foreign_quarantine=dict(type="str", default="skip", choices=["skip", "fail"]),
         taint_key=dict(type="str", default="gpuops.io/canary-upgrade", no_log=False),
         taint_effect=dict(type="str", default="NoSchedule", choices=["NoSchedule", "PreferNoSchedule", "NoExecute"]),
-        operator_namespace=dict(type="str", default="gpu-operator"),
         record_name=dict(type="str", default="gpuops-canary-upgrade"),
         upgrade_policy=dict(type="dict", default={"autoUpgrade": True}),
         hold_operands=dict(type="bool", default=True),
@@ -462,11 +462,11 @@ def _fetch(url):
 
 
 def execute(module, client, clock=time.time, sleep=time.sleep):
-    """Run ``step`` (see :func:`.steps.run_step`); returns the result dict."""
+    """Run ``step`` (see :func:`.steps.run_step`) in the operator namespace found; returns the result dict."""
     p = dict(module.params, _fetch=_fetch)
-    canary = Canary(
+    canary, names = canary_for(
         client,
-        namespace=p["operator_namespace"],
+        p,
         configmap=p["record_name"],
         taint_key=p["taint_key"],
         taint_effect=p["taint_effect"],
@@ -477,7 +477,7 @@ def execute(module, client, clock=time.time, sleep=time.sleep):
         progress_interval=p["progress_interval"] or None,
         continue_wait=p["continue_wait"],
     )
-    result = {"changes": canary.changes}
+    result = {"changes": canary.changes, "operator": names.result()}
     result.update(run_step(canary, p, module.check_mode))
     result.update(changed=bool(canary.changes), api_requests=client.requests)
     return result

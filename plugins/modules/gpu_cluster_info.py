@@ -23,11 +23,13 @@ description:
     namespace, ClusterPolicies, NVIDIADrivers, the driver's ResourceSlices, DeviceClasses and ResourceClaims,
     C(/version)); never one request per node. A LIST of up to O(page_size) objects is one request, so with the
     default O(page_size=2000) 1,000 GPU nodes with 7 operands each take 9 requests (1 for the nodes, 4 for 7,000
-    pods, 4 more) and 1,000 DRA nodes with 3 operands and up to 2,000 claims take 9 as well (1 for the nodes, 2
-    for 3,000 pods, 6 more).
+    pods, 4 more) and 1,000 DRA nodes with 3 operands and up to 2,000 claims take 10 (1 for the nodes, 2
+    for 3,000 pods, 7 more, one of them the operator's pods in every namespace when no ClusterPolicy reports the
+    operator namespace - see O(operator_namespace)).
   - DeviceClasses and ResourceClaims are listed only when some node publishes a ResourceSlice of O(dra_driver);
     a cluster that does not serve C(resource.k8s.io/v1) (HTTP 404; Kubernetes before 1.34) has no DRA devices.
-  - Read-only. Needs RBAC C(list) on nodes, on pods in O(operator_namespace), on
+  - Read-only. Needs RBAC C(list) on nodes, on pods in O(operator_namespace) (and in every namespace when it is
+    discovered and the ClusterPolicy does not report it), on
     C(clusterpolicies.nvidia.com) and C(nvidiadrivers.nvidia.com), and on C(resourceslices), C(deviceclasses) and
     C(resourceclaims) of C(resource.k8s.io).
   - Transient API failures (HTTP 429, 5xx, connection errors) are retried with exponential backoff and jitter,
@@ -37,6 +39,7 @@ author:
 extends_documentation_fragment:
   - gpuops.gpu_operator.kubeconfig
   - gpuops.gpu_operator.quarantine
+  - gpuops.gpu_operator.operator_names
   - gpuops.gpu_operator.attributes
   - gpuops.gpu_operator.attributes.INFO_MODULE
   - gpuops.gpu_operator.attributes.CLUSTER
@@ -54,10 +57,6 @@ options:
         after a GPU fell off the bus.
       - With a selector, the matching nodes are reported whether or not they look like GPU nodes.
     type: str
-  operator_namespace:
-    description: Namespace of the GPU Operator and its operand pods.
-    type: str
-    default: gpu-operator
   page_size:
     description:
       - Objects per LIST page (the C(limit) parameter). Larger pages mean fewer requests and more memory per
@@ -267,8 +266,8 @@ node_summary:
                  gpu_allocatable: 8, dra_devices: 0, problems: [unschedulable, operands-not-ready]}
 cluster_policy:
   description:
-    - The ClusterPolicy the operator acts on (the first one by name that is not C(ignored)); null when there is none
-      or the CRD is not installed (see RV(crds)).
+    - The ClusterPolicy the operator acts on (O(cluster_policy), else one that is not C(ignored), then the oldest,
+      then by name); null when there is none or the CRD is not installed (see RV(crds)).
     - Keys C(name), C(state), C(ready), C(conditions) (list of C(type), C(status), C(reason), C(message),
       C(last_transition_time)), C(generation), C(creation_timestamp), C(namespace), C(mig_strategy), C(driver)
       with C(enabled), C(version), C(repository), C(use_nvidia_driver_crd), C(upgrade_policy), and C(cdi) with
@@ -326,6 +325,15 @@ totals:
   returned: always
   type: dict
   sample: {nodes: 3, nodes_ready: 3, gpu_capacity: 17, gpu_allocatable: 17, upgrade_states: {upgrade-done: 3}}
+operator:
+  description:
+    - The operator's names this run used and how each was found - C(namespace), C(namespace_source) (V(option),
+      V(cluster_policy), V(operator_pods), V(nvidia_driver) or V(default)), C(cluster_policy), C(nvidia_drivers)
+      and C(problems) (sentences).
+  returned: always
+  type: dict
+  sample: {namespace: nvidia-gpu-operator, namespace_source: cluster_policy, cluster_policy: gpu-cluster-policy,
+           nvidia_drivers: [], problems: []}
 api_requests:
   description: HTTP requests made to the API server, retries and every LIST page included.
   returned: always
@@ -340,6 +348,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_v
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import KUBERNETES, module_client
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import (
     KUBECONFIG_ARG_SPEC,
+    OPERATOR_NAMES_ARG_SPEC,
     QUARANTINE_ARG_SPEC,
     check_minimums,
 )
@@ -348,10 +357,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module i
 
 def argspec():
     spec = dict(KUBECONFIG_ARG_SPEC, **QUARANTINE_ARG_SPEC)
+    spec.update(OPERATOR_NAMES_ARG_SPEC)
     spec.update(
         {
             "label_selector": {"type": "str"},
-            "operator_namespace": {"type": "str", "default": "gpu-operator"},
             "page_size": {"type": "int", "default": 2000},
             "dra_driver": {"type": "str", "default": DRIVER},
             "node_detail": {"type": "str", "choices": list(NODE_DETAIL), "default": "problems"},
@@ -363,14 +372,16 @@ def argspec():
 def gather(
     client,
     label_selector=None,
-    operator_namespace="gpu-operator",
+    operator_namespace=None,
     page_size=2000,
     dra_driver=DRIVER,
     node_detail="problems",
     quarantine_markers=(),
+    cluster_policy=None,
 ):
-    """All LISTs the view needs, then the view itself. ``client`` is a ``_clients.k8s.K8sClient``."""
-    lists = read_lists(client, label_selector, operator_namespace, page_size, dra_driver)
+    """All LISTs the view needs, then the view itself. ``client`` is a ``_clients.k8s.K8sClient``; the operator's
+    names are discovered unless given."""
+    lists = read_lists(client, label_selector, operator_namespace, page_size, dra_driver, cluster_policy)
     result = view_of(lists, label_selector, node_detail, quarantine_markers)
     result["api_requests"] = client.requests
     return result
@@ -387,6 +398,7 @@ def execute_module(module):
         dra_driver=module.params["dra_driver"],
         node_detail=module.params["node_detail"],
         quarantine_markers=module.params["quarantine_markers"],
+        cluster_policy=module.params["cluster_policy"],
     )
     result["changed"] = False
     return result

@@ -20,17 +20,19 @@ description:
     may do it.
   - "A fixed number of reads whatever the cluster size: C(/version), one paginated LIST of nodes, one LIST of
     DaemonSets across namespaces (label selector C(app.kubernetes.io/name=node-feature-discovery)), four API
-    discovery GETs, one GET each for the RuntimeClass and the namespace, one LIST of ClusterPolicies; never one
-    request per node."
+    discovery GETs, one GET each for the RuntimeClass and the namespace, one LIST each of ClusterPolicies and
+    NVIDIADrivers (and of the operator's pods when they are needed to find its namespace, see
+    O(operator_namespace)); never one request per node."
   - Read-only; a SelfSubjectAccessReview only asks. Needs RBAC C(list) on nodes and daemonsets, C(get) on
-    namespaces and runtimeclasses, C(list) on clusterpolicies.nvidia.com and C(create) on
-    selfsubjectaccessreviews (docs/rbac.yml).
+    namespaces and runtimeclasses, C(list) on pods, clusterpolicies.nvidia.com and nvidiadrivers.nvidia.com and
+    C(create) on selfsubjectaccessreviews (docs/rbac.yml).
   - The checks themselves are in the P(gpuops.gpu_operator.baseline_report#filter) filter and the
     C(gpuops.gpu_operator.gpu_baseline) role.
 author:
   - gpuops.gpu_operator contributors (@gpuops)
 extends_documentation_fragment:
   - gpuops.gpu_operator.kubeconfig
+  - gpuops.gpu_operator.operator_names
   - gpuops.gpu_operator.attributes
   - gpuops.gpu_operator.attributes.INFO_MODULE
   - gpuops.gpu_operator.attributes.CLUSTER
@@ -44,10 +46,6 @@ options:
     elements: str
     choices: [version, nodes, nfd, crds, runtime_class, namespace, cluster_policy, access]
     default: [version, nodes, nfd, crds, runtime_class, namespace, cluster_policy, access]
-  operator_namespace:
-    description: Namespace the GPU Operator is (to be) installed in.
-    type: str
-    default: gpu-operator
   runtime_class:
     description: Name of the RuntimeClass the operator manages (chart value C(operator.runtimeClass)).
     type: str
@@ -138,12 +136,19 @@ runtime_class:
   returned: when O(sections) has V(runtime_class)
   type: dict
 namespace:
-  description: C(name), C(exists) and C(labels) of the operator namespace.
+  description: C(name), C(exists) and C(labels) of the operator namespace (O(operator_namespace), else discovered -
+    before an install the conventional V(gpu-operator)).
   returned: when O(sections) has V(namespace)
   type: dict
 cluster_policy:
-  description: C(exists), C(name) and C(dcgm_exporter_enabled) (the ClusterPolicy's C(spec.dcgmExporter.enabled)).
+  description: C(exists), C(name) and C(dcgm_exporter_enabled) (C(spec.dcgmExporter.enabled)) of the ClusterPolicy in
+    use (O(cluster_policy), else the one the operator reconciles).
   returned: when O(sections) has V(cluster_policy)
+  type: dict
+operator:
+  description: The operator's names this run used and how each was found, as M(gpuops.gpu_operator.gpu_cluster_info)
+    returns them (C(namespace), C(namespace_source), C(cluster_policy), C(nvidia_drivers), C(problems)).
+  returned: when O(sections) has V(namespace) or V(cluster_policy)
   type: dict
 access:
   description:
@@ -165,16 +170,19 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s i
     K8sError,
     module_client,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC, check_minimums
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import (
+    KUBECONFIG_ARG_SPEC,
+    OPERATOR_NAMES_ARG_SPEC,
+    check_minimums,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.preflight import SECTIONS, gather
 
 
 def argspec():
-    spec = dict(KUBECONFIG_ARG_SPEC)
+    spec = dict(KUBECONFIG_ARG_SPEC, **OPERATOR_NAMES_ARG_SPEC)
     spec.update(
         sections=dict(type="list", elements="str", choices=list(SECTIONS), default=list(SECTIONS)),
-        operator_namespace=dict(type="str", default="gpu-operator"),
         runtime_class=dict(type="str", default="nvidia"),
         permissions=dict(
             type="list",
@@ -227,6 +235,7 @@ def execute_module(module):
         permissions=module.params["permissions"],
         identity=module.params["identity"],
         page_size=module.params["page_size"],
+        cluster_policy=module.params["cluster_policy"],
     )
     result["changed"] = False
     return result

@@ -41,13 +41,15 @@ description:
     is not found.
   - Read-only. Uses a fixed handful of paginated LISTs whatever the number of pods (nodes, pods on nodes, the
     namespace's pods, events, quotas and limit ranges, PriorityClasses, the operator's pods and events,
-    ClusterPolicies, the queue resources when served, and when C(resource.k8s.io/v1) is served the DeviceClasses,
+    ClusterPolicies and NVIDIADrivers (which name the operator namespace unless O(operator_namespace) does), the
+    queue resources when served, and when C(resource.k8s.io/v1) is served the DeviceClasses,
     ResourceSlices, ResourceClaims and the namespace's ResourceClaimTemplates; for a node its ResourceSlices), plus
     at most O(max_logs) log reads. See C(docs/rbac.yml) in the collection for the permissions.
 author:
   - gpuops.gpu_operator contributors (@gpuops)
 extends_documentation_fragment:
   - gpuops.gpu_operator.kubeconfig
+  - gpuops.gpu_operator.operator_names
   - gpuops.gpu_operator.attributes
   - gpuops.gpu_operator.attributes.INFO_MODULE
   - gpuops.gpu_operator.attributes.CLUSTER
@@ -68,10 +70,6 @@ options:
       - A node to diagnose - the driver, toolkit, validator and device plugin layers, cordon and taints.
       - Mutually exclusive with O(pod) and O(namespace).
     type: str
-  operator_namespace:
-    description: Namespace of the GPU Operator and its operand pods.
-    type: str
-    default: gpu-operator
   log_lines:
     description: Lines of log kept from each crash-looping driver or validator pod.
     type: int
@@ -242,6 +240,11 @@ summary_lines:
   returned: always
   type: list
   elements: str
+operator:
+  description: The operator's names this run used and how each was found, as M(gpuops.gpu_operator.gpu_cluster_info)
+    returns them (C(namespace), C(namespace_source), C(cluster_policy), C(nvidia_drivers), C(problems)).
+  returned: always
+  type: dict
 api_requests:
   description: HTTP requests made to the API server, retries and LIST pages included.
   returned: always
@@ -254,7 +257,11 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s i
     K8sError,
     module_client,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC, check_minimums
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import (
+    KUBECONFIG_ARG_SPEC,
+    OPERATOR_NAMES_ARG_SPEC,
+    check_minimums,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers import merged_routes
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
@@ -263,13 +270,12 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.tri
 
 
 def argspec():
-    spec = dict(KUBECONFIG_ARG_SPEC)
+    spec = dict(KUBECONFIG_ARG_SPEC, **OPERATOR_NAMES_ARG_SPEC)
     spec.update(
         {
             "pod": {"type": "str"},
             "namespace": {"type": "str"},
             "node": {"type": "str"},
-            "operator_namespace": {"type": "str", "default": "gpu-operator"},
             "log_lines": {"type": "int", "default": 20},
             "max_logs": {"type": "int", "default": 5},
             "page_size": {"type": "int", "default": 500},
@@ -312,6 +318,7 @@ def execute_module(module):
         page_size=params["page_size"],
         log_lines=params["log_lines"],
         max_logs=params["max_logs"],
+        cluster_policy=params["cluster_policy"],
     )
     if target["kind"] == "node":
         try:
@@ -325,6 +332,7 @@ def execute_module(module):
     else:
         snap = triage.read_pods(target["namespace"], target["name"])
     result = add_owners(diagnose(snap, target), routes)
+    result["operator"] = triage.names.result()
     result["api_requests"] = client.requests
     result["changed"] = False
     return result

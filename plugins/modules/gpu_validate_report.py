@@ -15,7 +15,8 @@ description:
   - The verdict step of the P(gpuops.gpu_operator.gpu_validate#role) role, on the module side - reads the cluster's GPU
     view in the few paginated LISTs of M(gpuops.gpu_operator.gpu_cluster_info) (every node in full, which stays in the
     module), the operand sandbox failures (Events C(FailedCreatePodSandBox) of O(operator_namespace)) and, with
-    O(monitoring) C(source=endpoints), the C(nvidia-dcgm-exporter) Service and its EndpointSlices.
+    O(monitoring) C(source=endpoints), the C(nvidia-dcgm-exporter) Service and its EndpointSlices. The operator
+    namespace and the ClusterPolicy are discovered unless given (RV(operator)).
   - Joins each host of O(hosts) with its node and judges it in layer order as
     P(gpuops.gpu_operator.fleet_summary#filter) does (its C(rows), C(passed), C(failed), C(failed_by_layer), ...);
     with O(admission) plans the admission gate as P(gpuops.gpu_operator.admission_plan#filter) does.
@@ -36,6 +37,7 @@ requirements:
 extends_documentation_fragment:
   - gpuops.gpu_operator.kubeconfig
   - gpuops.gpu_operator.quarantine
+  - gpuops.gpu_operator.operator_names
   - gpuops.gpu_operator.attributes
   - gpuops.gpu_operator.attributes.CHECK_MODE_PLAN
   - gpuops.gpu_operator.attributes.DIFF
@@ -50,10 +52,6 @@ options:
   label_selector:
     description: Label selector of the GPU nodes to read (server-side); default every GPU node.
     type: str
-  operator_namespace:
-    description: Namespace of the GPU Operator's operand pods, Events and exporter Service.
-    type: str
-    default: gpu-operator
   page_size:
     description: Objects per LIST page.
     type: int
@@ -168,6 +166,11 @@ generated_at:
   description: The reports' timestamp (the previous one while the content is the same).
   returned: always
   type: str
+operator:
+  description: The operator's names this run used and how each was found, as M(gpuops.gpu_operator.gpu_cluster_info)
+    returns them (C(namespace), C(namespace_source), C(cluster_policy), C(nvidia_drivers), C(problems)).
+  returned: always
+  type: dict
 api_requests:
   description: HTTP requests made to the API server.
   returned: always
@@ -179,6 +182,7 @@ import datetime
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import KUBERNETES, module_client
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import (
     KUBECONFIG_ARG_SPEC,
+    OPERATOR_NAMES_ARG_SPEC,
     QUARANTINE_ARG_SPEC,
     check_minimums,
 )
@@ -193,10 +197,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.val
 
 def argspec():
     spec = dict(KUBECONFIG_ARG_SPEC, **QUARANTINE_ARG_SPEC)
+    spec.update(OPERATOR_NAMES_ARG_SPEC)
     spec.update(
         hosts=dict(type="dict", required=True),
         label_selector=dict(type="str"),
-        operator_namespace=dict(type="str", default="gpu-operator"),
         page_size=dict(type="int", default=2000),
         smoke=dict(type="dict"),
         monitoring=dict(type="dict"),

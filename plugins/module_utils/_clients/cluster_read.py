@@ -15,23 +15,38 @@ __metaclass__ = type
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import cluster_view
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_lists import read_index
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import DRIVER
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operator_names import (
+    find_names,
+    list_drivers,
+    list_policies,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
 
 
-def read_lists(client, label_selector=None, operator_namespace="gpu-operator", page_size=2000, dra_driver=DRIVER):
-    """The raw objects: ``{kubernetes_version, nodes, pods, cluster_policies, nvidia_drivers, dra}`` (``dra`` a
-    ``DraIndex``; a CRD that is not installed gives None). ``client`` is a ``_clients.k8s.K8sClient``."""
+def read_lists(
+    client, label_selector=None, operator_namespace=None, page_size=2000, dra_driver=DRIVER, cluster_policy=None
+):
+    """The raw objects: ``{kubernetes_version, nodes, pods, cluster_policies, nvidia_drivers, dra, names}``
+    (``dra`` a ``DraIndex``; a CRD that is not installed gives None; ``names`` the :class:`.OperatorNames` found
+    from the ``operator_namespace`` and ``cluster_policy`` options, None: discover; ``pods`` those of its
+    namespace). ``client`` is a ``_clients.k8s.K8sClient``."""
+    policies = list_policies(client, page_size)
+    drivers = list_drivers(client, page_size)
+    names = find_names(client, policies, drivers, operator_namespace, cluster_policy, page_size)
     return {
         "kubernetes_version": client.version(),
         "nodes": client.list_core("nodes", label_selector=label_selector, page_size=page_size),
-        "pods": client.list_core("pods", namespace=operator_namespace, page_size=page_size),
-        "cluster_policies": client.list_custom("nvidia.com", "v1", "clusterpolicies", page_size=page_size),
-        "nvidia_drivers": client.list_custom("nvidia.com", "v1alpha1", "nvidiadrivers", page_size=page_size),
+        "pods": client.list_core("pods", namespace=names.namespace, page_size=page_size),
+        "cluster_policies": policies,
+        "nvidia_drivers": drivers,
         "dra": read_index(client, dra_driver, page_size=page_size),
+        "names": names,
     }
 
 
 def view_of(lists, label_selector=None, node_detail="all", quarantine_markers=()):
-    """The ``cluster_view`` of :func:`read_lists`' objects, with ``kubernetes_version`` (without a label selector
+    """The ``cluster_view`` of :func:`read_lists`' objects, with ``kubernetes_version`` and ``operator`` (the names
+    used, :meth:`.OperatorNames.result`) (without a label selector
     only GPU nodes are kept: the LIST could not narrow them server-side); ``quarantine_markers`` as in
     ``cluster_view``."""
     result = cluster_view(
@@ -43,6 +58,8 @@ def view_of(lists, label_selector=None, node_detail="all", quarantine_markers=()
         dra=lists["dra"],
         node_detail=node_detail,
         quarantine_markers=quarantine_markers,
+        cluster_policy=name_of(lists["names"].policy) if lists["names"].policy else None,
     )
     result["kubernetes_version"] = lists["kubernetes_version"]
+    result["operator"] = lists["names"].result()
     return result

@@ -28,6 +28,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.opera
     operand_ok,
     operands_by_node,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operator_names import cluster_policy_in_use
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import (
     UPGRADE_STATE_LABEL,
     markers,
@@ -243,16 +244,10 @@ def _cr_summary(obj):
     }
 
 
-def cluster_policy_in_use(policies):
-    """The ClusterPolicy the operator acts on (raw dict: the first not ``ignored``, by name), or None."""
-    if not policies:
-        return None
-    return min(policies, key=lambda p: ((p.get("status") or {}).get("state") == "ignored", name_of(p)))
-
-
-def cluster_policy_view(policies):
-    """The summary of :func:`cluster_policy_in_use`, or None."""
-    obj = cluster_policy_in_use(policies)
+def cluster_policy_view(policies, name=None):
+    """The summary of :func:`.operator_names.cluster_policy_in_use` (``name``: the ``cluster_policy`` option), or
+    None."""
+    obj = cluster_policy_in_use(policies, name)
     if obj is None:
         return None
     spec = obj.get("spec") or {}
@@ -401,6 +396,7 @@ def cluster_view(
     dra=None,
     node_detail="all",
     quarantine_markers=(),
+    cluster_policy=None,
 ):
     """Everything the module returns except request counts and the server version.
 
@@ -410,12 +406,13 @@ def cluster_view(
     LIST server-side); a node that publishes DRA devices counts as a GPU node. ``node_detail`` (one of
     :data:`NODE_DETAIL`) picks the nodes kept in ``nodes`` (the full view) and in ``node_summary``;
     ``quarantine_markers`` adds
-    remediation markers to the known ones (each node view's ``quarantine``).
+    remediation markers to the known ones (each node view's ``quarantine``); ``cluster_policy`` names the
+    ClusterPolicy in use (None: the one the operator reconciles).
     """
     dra = dra or DraIndex(None)
     known = markers(quarantine_markers)
     by_node, unscheduled = operands_by_node(pods)
-    required = required_operands(cluster_policy_in_use(cluster_policies))
+    required = required_operands(cluster_policy_in_use(cluster_policies, cluster_policy))
     views = []
     for node in nodes:
         if gpu_nodes_only and not (is_gpu_node(node) or name_of(node) in dra.by_node):
@@ -430,7 +427,7 @@ def cluster_view(
     return {
         "nodes": {v["name"]: v for v in views if v["name"] in in_nodes},
         "node_summary": {name: line for name, line in summaries.items() if name in in_summary},
-        "cluster_policy": cluster_policy_view(cluster_policies),
+        "cluster_policy": cluster_policy_view(cluster_policies, cluster_policy),
         "nvidia_drivers": sorted((nvidia_driver_view(d) for d in nvidia_drivers or []), key=lambda d: d["name"] or ""),
         "crds": {
             "clusterpolicies.nvidia.com": cluster_policies is not None,

@@ -48,6 +48,13 @@ QUARANTINE_ARG_SPEC = dict(
     ),
 )
 
+#: The operator's names, discovered when unset (``_clients.operator_names``). Mirrors
+#: ``plugins/doc_fragments/operator_names.py`` one to one; change both together.
+OPERATOR_NAMES_ARG_SPEC = dict(
+    operator_namespace=dict(type="str"),
+    cluster_policy=dict(type="str"),
+)
+
 #: Keys of a kubeconfig ``users[].user`` entry whose values are secrets.
 SECRET_USER_KEYS = ("token", "password", "client-key-data", "client-certificate-data")
 

@@ -22,6 +22,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
     UPGRADE_STATE_LABEL,
     is_gpu_node,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operator_names import discover
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, name_of, namespace_of
 
 SECTIONS = ("version", "nodes", "nfd", "crds", "runtime_class", "namespace", "cluster_policy", "access")
@@ -83,14 +84,20 @@ def gather(
     client,
     review=None,
     sections=SECTIONS,
-    operator_namespace="gpu-operator",
+    operator_namespace=None,
     runtime_class="nvidia",
     permissions=(),
     identity="automation",
     page_size=500,
+    cluster_policy=None,
 ):
-    """Every section asked for; ``client`` is a ``_clients.k8s.K8sClient``, ``review`` posts one access review."""
+    """Every section asked for; ``client`` is a ``_clients.k8s.K8sClient``, ``review`` posts one access review.
+    The ``namespace`` and ``cluster_policy`` sections discover the operator's names unless given (``operator``)."""
     out = {}
+    names = None
+    if "namespace" in sections or "cluster_policy" in sections:
+        names = discover(client, operator_namespace, cluster_policy, page_size)
+        out["operator"] = names.result()
     if "version" in sections:
         out["kubernetes_version"] = client.version()
     if "nodes" in sections:
@@ -121,19 +128,17 @@ def gather(
         rc = client.get_or_none("/apis/node.k8s.io/v1/runtimeclasses/%s" % runtime_class, what="read RuntimeClass")
         out["runtime_class"] = {"name": runtime_class, "exists": rc is not None, "handler": (rc or {}).get("handler")}
     if "namespace" in sections:
-        ns = client.get_or_none("/api/v1/namespaces/%s" % operator_namespace, what="read namespace")
+        ns = client.get_or_none("/api/v1/namespaces/%s" % names.namespace, what="read namespace")
         out["namespace"] = {
-            "name": operator_namespace,
+            "name": names.namespace,
             "exists": ns is not None,
             "labels": labels_of(ns),
         }
     if "cluster_policy" in sections:
-        policies = client.list_custom("nvidia.com", "v1", "clusterpolicies", page_size=page_size)
-        first = (policies or [None])[0]
-        spec = (first or {}).get("spec") or {}
+        spec = (names.policy or {}).get("spec") or {}
         out["cluster_policy"] = {
-            "exists": first is not None,
-            "name": name_of(first),
+            "exists": names.policy is not None,
+            "name": name_of(names.policy),
             "dcgm_exporter_enabled": (spec.get("dcgmExporter") or {}).get("enabled"),
         }
     if "access" in sections:

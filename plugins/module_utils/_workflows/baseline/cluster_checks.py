@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operator_names import DEFAULT_NAMESPACE
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.facts import fact
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.model import (
@@ -36,16 +37,20 @@ def _k8s_version(cluster, hosts, opts):
     )
 
 
+def operator_namespace(cluster, opts):
+    """The operator namespace: the option, else the one gpu_preflight_info found (``_clients.operator_names``)."""
+    return opts["operator_namespace"] or (cluster.get("namespace") or {}).get("name") or DEFAULT_NAMESPACE
+
+
 @check("nfd.existing", "cluster", "warn", "No second NFD is deployed next to the chart's")
 def _nfd(cluster, hosts, opts):
     nfd = cluster.get("nfd") or {}
+    namespace = operator_namespace(cluster, opts)
     foreign = [
-        "%s/%s" % (d["namespace"], d["name"])
-        for d in nfd.get("daemonsets") or []
-        if d.get("namespace") != opts["operator_namespace"]
+        "%s/%s" % (d["namespace"], d["name"]) for d in nfd.get("daemonsets") or [] if d.get("namespace") != namespace
     ]
     if not foreign:
-        return ok("no NFD outside %s" % opts["operator_namespace"])
+        return ok("no NFD outside %s" % namespace)
     if not opts["nfd_enabled"]:
         return ok("NFD runs (%s) and the chart's is disabled (nfd.enabled=false)" % ", ".join(foreign))
     return bad(
@@ -111,7 +116,7 @@ def _runtime_class(cluster, hosts, opts):
 @check("namespace.podsecurity", "cluster", "fail", "PodSecurity admits the privileged operands")
 def _podsecurity(cluster, hosts, opts):
     ns = cluster.get("namespace") or {}
-    name = opts["operator_namespace"]
+    name = operator_namespace(cluster, opts)
     if not ns.get("exists"):
         return ok("namespace %s does not exist yet; label it when it is created" % name)
     enforce = (ns.get("labels") or {}).get("pod-security.kubernetes.io/enforce")

@@ -67,7 +67,7 @@ def options(raw):
         "service_monitor_enabled": raw.get("service_monitor_enabled"),
         "runtime_class": raw.get("runtime_class") or "nvidia",
         "nri_plugin": bool(raw.get("nri_plugin")),
-        "operator_namespace": raw.get("operator_namespace") or "gpu-operator",
+        "operator_namespace": raw.get("operator_namespace") or None,  # None: the one the cluster read found
         "operator_mode": raw.get("operator_mode") or None,
         "skip": list(raw.get("skip") or []),
         "severity": dict(raw.get("severity") or {}),

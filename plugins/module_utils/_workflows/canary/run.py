@@ -17,12 +17,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operator_names import discover
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import plan as plan_step
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import prepare as prepare_step
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import rollback as rollback_step
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import status as status_step
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import wave as wave_step
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.session import CanarySession
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.steps import check_step
 
 
 class Canary(CanarySession):
@@ -35,3 +37,12 @@ class Canary(CanarySession):
     abort = wave_step.abort
     rollback = rollback_step.rollback
     status = status_step.status
+
+
+def canary_for(client, p, **kwargs):
+    """``(canary, names)`` for the module's parameters ``p``: the step's options checked before any request, then a
+    :class:`Canary` in the operator namespace found from ``operator_namespace`` and ``cluster_policy`` (None:
+    discover; ``_clients.operator_names``) and the :class:`.OperatorNames`."""
+    check_step(p)
+    names = discover(client, p["operator_namespace"], p["cluster_policy"])
+    return Canary(client, namespace=names.namespace, cluster_policy=p["cluster_policy"], **kwargs), names

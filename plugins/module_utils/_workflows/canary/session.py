@@ -21,6 +21,11 @@ from functools import partial
 from urllib.parse import quote
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operator_names import (
+    cluster_policy_in_use,
+    list_drivers,
+    list_policies,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
     annotations_of,
     labels_of,
@@ -66,10 +71,10 @@ class Pause(Exception):
 
 class CanarySession:
     """One run over ``client`` (a ``_clients.k8s.K8sClient``): the operator namespace and record ConfigMap, the
-    canary taint, check mode, the clock and the poll interval, how long one call may wait before it returns where
-    it stands (``progress_interval``, None: until the wait ends) and whether it continues the waits of the call
-    before (``continue_wait``), and ``changes``, every write made (or, in check mode, that would be made) in
-    order."""
+    ClusterPolicy's name (``cluster_policy``, None: the one the operator reconciles), the canary taint, check mode,
+    the clock and the poll interval, how long one call may wait before it returns where it stands
+    (``progress_interval``, None: until the wait ends) and whether it continues the waits of the call before
+    (``continue_wait``), and ``changes``, every write made (or, in check mode, that would be made) in order."""
 
     def __init__(
         self,
@@ -85,9 +90,11 @@ class CanarySession:
         page_size=2000,
         progress_interval=None,
         continue_wait=False,
+        cluster_policy=None,
     ):
         self.client = client
         self.ns = namespace
+        self.cp_name = cluster_policy
         self.cm_name = configmap
         self.taint_key = taint_key
         self.taint_effect = taint_effect
@@ -125,13 +132,11 @@ class CanarySession:
         )
 
     def cluster_policy(self):
-        """The oldest ClusterPolicy (the one the operator uses), or None."""
-        items = self.client.list_custom("nvidia.com", "v1", "clusterpolicies", page_size=self.page_size) or []
-        items = sorted(items, key=lambda o: meta_of(o).get("creationTimestamp") or "")
-        return items[0] if items else None
+        """The ClusterPolicy in use (``_clients.operator_names.cluster_policy_in_use``), or None."""
+        return cluster_policy_in_use(list_policies(self.client, self.page_size), self.cp_name)
 
     def nvidia_drivers(self):
-        return self.client.list_custom("nvidia.com", "v1alpha1", "nvidiadrivers", page_size=self.page_size) or []
+        return list_drivers(self.client, self.page_size) or []
 
     def daemonsets(self, label_selector=None, what="DaemonSets"):
         """The DaemonSets in the operator namespace (``what`` names them in an error)."""

@@ -118,13 +118,19 @@ def _left(canary, exc):
     return exc
 
 
-def run_step(canary, p, check_mode=False):
-    """Run ``p["step"]``; returns its result keys (``changes`` and ``api_requests`` are the caller's)."""
+def check_step(p):
+    """Raise :class:`PlanError` when ``p["step"]`` lacks an option it needs (before any request)."""
     step = p["step"]
     if step in ("wave", "finish_wave") and p["wave"] is None:
         raise PlanError("step=%s needs wave (the index of a wave in plan.waves)" % step)
     if step in TARGETED and not (p["driver_version"] or p["chart_version"]):
         raise PlanError("step=%s needs a target: driver_version, chart_version or both" % step)
+
+
+def run_step(canary, p, check_mode=False):
+    """Run ``p["step"]`` (its options checked by :func:`check_step`); returns its result keys (``changes`` and
+    ``api_requests`` are the caller's)."""
+    step = p["step"]
     if step == "status":
         return {"status": canary.status()}
     try:

@@ -44,6 +44,11 @@ except ImportError:  # pragma: no cover - Python 2 is not supported
     from urllib import quote  # type: ignore
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operator_names import (
+    find_names,
+    list_drivers,
+    list_policies,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of, namespace_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.admission import (
     create_failures,
@@ -310,9 +315,11 @@ class Triage:
     on the nodes examined).
     """
 
-    def __init__(self, client, operator_namespace="gpu-operator", page_size=500, log_lines=20, max_logs=5):
+    def __init__(self, client, operator_namespace=None, page_size=500, log_lines=20, max_logs=5, cluster_policy=None):
         self.client = client
-        self.operator_namespace = operator_namespace
+        self.operator_namespace = operator_namespace  # None: discovered by the first read (``names``)
+        self.cluster_policy = cluster_policy
+        self.names = None
         self.page_size = page_size
         self.log_lines = log_lines
         self.max_logs = max_logs
@@ -362,14 +369,22 @@ class Triage:
         return kueue, volcano
 
     def _common(self, node_field=None):
-        ns = self.operator_namespace
+        policies = list_policies(self.client, self.page_size)
+        self.names = find_names(
+            self.client,
+            policies,
+            list_drivers(self.client, self.page_size),
+            self.operator_namespace,
+            self.cluster_policy,
+            self.page_size,
+        )
+        ns = self.operator_namespace = self.names.namespace
         field = "spec.nodeName=%s" % node_field if node_field else None
         return {
             "operator_pods": self._list("pods", namespace=ns, field_selector=field),
             "operator_events": self._list("events", namespace=ns, field_selector="involvedObject.kind=Pod"),
-            "cluster_policies": self.client.list_custom(
-                "nvidia.com", "v1", "clusterpolicies", page_size=self.page_size
-            ),
+            # the one in use only, so that the view shows the one the names found
+            "cluster_policies": [self.names.policy] if self.names.policy else policies,
             "operator_namespace": ns,
             "log_lines": self.log_lines,
         }

@@ -43,6 +43,16 @@ def _row_lines(row, node, namespace):
     return lines
 
 
+def operator_lines(operator):
+    """The operator's names a run used and how they were found (``_clients.operator_names``), then its problems."""
+    line = "operator: namespace %s (%s), ClusterPolicy %s" % (
+        operator["namespace"],
+        operator["namespace_source"],
+        operator["cluster_policy"] or "none",
+    )
+    return [line] + ["operator: %s" % problem for problem in operator["problems"]]
+
+
 def fleet_console(summary, nodes=None, namespace="gpu-operator", reports=None, limit=20):
     """The lines; ``nodes`` are gpu_cluster_info's (the operand pods the commands name)."""
     rows = summary.get("rows") or []

@@ -28,7 +28,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.upgr
     running_release,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.admission import gate_plan
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.console import fleet_console
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.console import (
+    fleet_console,
+    operator_lines,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import fleet_summary
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.html_page import render_html
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.report import (
@@ -83,14 +86,16 @@ def report_files(summary, dest, basename, title, generated_at):
 
 
 def validate(client, module, p, now, today):
-    """Everything the role needs after the smoke pods: ``{summary, admission, console, files, generated_at,
-    changed, diff}``. ``p`` holds the module's parameters; ``now`` the report timestamp, ``today`` the admission
-    record's date."""
+    """Everything the role needs after the smoke pods: ``{summary, admission, operator, console, files,
+    generated_at, changed, diff}``. ``p`` holds the module's parameters; ``now`` the report timestamp, ``today`` the
+    admission record's date."""
     if os.path.exists(p["dest"]) and not os.path.isdir(p["dest"]):
         raise ArgumentError("dest %s exists and is not a directory; choose a report directory" % p["dest"])
-    namespace = p["operator_namespace"]
-    lists = read_lists(client, p["label_selector"], namespace, p["page_size"])
+    lists = read_lists(
+        client, p["label_selector"], p["operator_namespace"], p["page_size"], cluster_policy=p["cluster_policy"]
+    )
     view = view_of(lists, p["label_selector"], "all", p["quarantine_markers"])
+    namespace = view["operator"]["namespace"]
     events, monitoring = read_evidence(client, namespace, p["monitoring"])
     nri = bool(((view["cluster_policy"] or {}).get("cdi") or {}).get("nri_plugin"))
     targets, status = operator_status(lists, view)
@@ -126,16 +131,19 @@ def validate(client, module, p, now, today):
     files, generated = report_files(summary, p["dest"], p["basename"], p["title"], now)
     current, stale = write_stale(module, p["dest"], files)
     markdown = sorted(path for path in files if path.endswith(".md"))[0]
+    console = fleet_console(
+        summary,
+        view["nodes"],
+        namespace,
+        ["none written in check mode"] if module.check_mode else list(files),
+        p["console_limit"],
+    )
+    console[1:1] = operator_lines(view["operator"])  # after the head line
     return {
         "summary": summary,
         "admission": admission,
-        "console": fleet_console(
-            summary,
-            view["nodes"],
-            namespace,
-            ["none written in check mode"] if module.check_mode else list(files),
-            p["console_limit"],
-        ),
+        "operator": view["operator"],
+        "console": console,
         "files": list(files),
         "written": [] if module.check_mode else sorted(stale),
         "generated_at": generated,

@@ -28,7 +28,7 @@ def test_without_cluster_groups_every_audited_host_is_in_the_default_cluster():
             "hosts": ["e-0", "e-1", "w-0"],
             "kubeconfig": "east.kc",
             "context": "east",
-            "operator_namespace": "gpu-operator",
+            "operator_namespace": None,  # discovered by gpu_cluster_info
         }
     }
     assert list(audit_clusters(default_cluster="prod")) == ["prod"]
@@ -57,7 +57,7 @@ def test_the_connection_comes_from_the_first_hosts_variables_then_the_fallbacks(
 def test_a_cluster_without_audited_hosts_takes_every_fallback():
     out = audit_clusters(host_group="none", kubeconfig={"clusters": []})
     assert out == {
-        "default": {"hosts": [], "kubeconfig": {"clusters": []}, "context": None, "operator_namespace": "gpu-operator"}
+        "default": {"hosts": [], "kubeconfig": {"clusters": []}, "context": None, "operator_namespace": None}
     }
 
 

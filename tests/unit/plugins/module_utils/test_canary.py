@@ -6,6 +6,7 @@ import json
 import pytest
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import CanaryAbort, PlanError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import (
     DEFAULT_TAINT_KEY,
@@ -73,6 +74,7 @@ class FakeAPI:
         self.cp = {
             "metadata": {"name": "cluster-policy", "labels": {"helm.sh/chart": "gpu-operator-v26.7.0"}},
             "spec": {"driver": {"version": driver, "upgradePolicy": {"autoUpgrade": True}}, "daemonsets": {}},
+            "status": {"namespace": "gpu-operator"},
         }
         self.cm = None
         self.daemonsets = []
@@ -515,6 +517,20 @@ def run_module(api, check_mode=False, **params):
     params.setdefault("driver_version", "610.1")
     params.setdefault("canary_nodes", ["a-0", "h-0"])
     return execute(FakeModule(check_mode, **params), api, clock=clock, sleep=clock.sleep)
+
+
+def test_the_module_keeps_its_record_in_the_namespace_the_clusterpolicy_reports_and_returns_the_names():
+    api = FakeAPI(NAMES)
+    out = run_module(api, step="plan")
+    assert out["operator"]["namespace"] == "gpu-operator" and out["operator"]["namespace_source"] == "cluster_policy"
+    assert out["operator"]["cluster_policy"] == "cluster-policy"
+
+
+def test_a_cluster_policy_name_that_matches_nothing_fails_before_any_write():
+    api = FakeAPI(NAMES)
+    with pytest.raises(ArgumentError, match="cluster_policy gpu-cluster-policy matches no ClusterPolicy"):
+        run_module(api, step="prepare", cluster_policy="gpu-cluster-policy")
+    assert api.writes == []
 
 
 def test_the_module_runs_a_wave_only_after_prepare_and_reports_changed_only_when_it_wrote():

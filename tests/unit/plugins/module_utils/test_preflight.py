@@ -82,7 +82,11 @@ def test_gather_reads_each_section_with_one_request_whatever_the_node_count():
             "/api/v1/nodes": NODES,
             "/apis/apps/v1/daemonsets": [{"metadata": {"namespace": "nfd", "name": "nfd-worker"}}],
             "/apis/nvidia.com/v1/clusterpolicies": [
-                {"metadata": {"name": "cluster-policy"}, "spec": {"dcgmExporter": {"enabled": False}}}
+                {
+                    "metadata": {"name": "cluster-policy"},
+                    "spec": {"dcgmExporter": {"enabled": False}},
+                    "status": {"namespace": "gpu-operator"},
+                }
             ],
         },
     )
@@ -111,6 +115,7 @@ def test_gather_reads_each_section_with_one_request_whatever_the_node_count():
         out["namespace"]["exists"] and out["namespace"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
     )
     assert out["cluster_policy"] == {"exists": True, "name": "cluster-policy", "dcgm_exporter_enabled": False}
+    assert out["operator"]["namespace_source"] == "cluster_policy"
     assert out["access"] == [{"identity": "automation", "checked": 1, "missing": []}]
     assert ("LIST", "/apis/apps/v1/daemonsets", p.NFD_SELECTOR) in client.calls
     assert out["api_requests"] == client.requests == 10

@@ -20,6 +20,7 @@ class FakeApiServer:
         self.collections = {
             "/api/v1/nodes": list(nodes),
             "/api/v1/namespaces/gpu-operator/pods": list(pods),
+            "/api/v1/pods": [],  # the operator's own pods (none: the namespace is the conventional one)
             "/apis/nvidia.com/v1/clusterpolicies": list(policies),
             "/apis/nvidia.com/v1alpha1/nvidiadrivers": list(drivers),
         }
@@ -73,7 +74,7 @@ def operand(name, node_name, app):
 
 
 CPU_NODE = {"metadata": {"name": "cpu-0", "labels": {}}, "spec": {}, "status": {"capacity": {"cpu": "4"}}}
-POLICY = {"metadata": {"name": "cluster-policy"}, "spec": {}, "status": {"state": "ready"}}
+POLICY = {"metadata": {"name": "cluster-policy"}, "spec": {}, "status": {"state": "ready", "namespace": "gpu-operator"}}
 
 
 def test_returns_the_gpu_view_and_reports_no_change(monkeypatch):
@@ -235,17 +236,18 @@ def test_unreadable_kubeconfig_fails_cleanly_through_the_real_client_factory(tmp
     assert missing in outcome["msg"] and "could not be read" in outcome["msg"]
 
 
-def test_argument_spec_is_the_kubeconfig_and_quarantine_specs_plus_five_options():
+def test_argument_spec_is_the_kubeconfig_quarantine_and_operator_names_specs_plus_four_options():
     from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import (
         KUBECONFIG_ARG_SPEC,
+        OPERATOR_NAMES_ARG_SPEC,
         QUARANTINE_ARG_SPEC,
     )
 
     spec = gpu_cluster_info.argspec()
     assert spec["quarantine_markers"] == QUARANTINE_ARG_SPEC["quarantine_markers"]
-    assert set(spec) - set(KUBECONFIG_ARG_SPEC) - set(QUARANTINE_ARG_SPEC) == {
+    assert {k: spec[k] for k in OPERATOR_NAMES_ARG_SPEC} == OPERATOR_NAMES_ARG_SPEC
+    assert set(spec) - set(KUBECONFIG_ARG_SPEC) - set(QUARANTINE_ARG_SPEC) - set(OPERATOR_NAMES_ARG_SPEC) == {
         "label_selector",
-        "operator_namespace",
         "page_size",
         "dra_driver",
         "node_detail",
@@ -257,7 +259,7 @@ def test_argument_spec_is_the_kubeconfig_and_quarantine_specs_plus_five_options(
     }
     assert spec["dra_driver"]["default"] == "gpu.nvidia.com"
     assert spec["page_size"]["default"] == 2000
-    assert spec["operator_namespace"]["default"] == "gpu-operator"
+    assert "default" not in spec["operator_namespace"]  # discovered
 
 
 # ------------------------------------------------------------------------------------------------
@@ -321,7 +323,7 @@ def test_a_dra_node_reports_its_mode_devices_and_the_claims_holding_them(monkeyp
     assert (result["totals"]["dra_devices"], result["totals"]["dra_devices_free"]) == (8, 7)
 
 
-def test_a_thousand_dra_nodes_with_three_operands_and_two_thousand_claims_take_nine_requests(monkeypatch):
+def test_a_thousand_dra_nodes_with_three_operands_and_two_thousand_claims_take_ten_requests(monkeypatch):
     names = ["d%04d" % i for i in range(1000)]
     apps = ["nvidia-dra-driver-kubelet-plugin", "nvidia-dcgm-exporter", "nvidia-container-toolkit-daemonset"]
     pods = [operand("%s-%s" % (app, n), n, app) for n in names for app in apps]
@@ -334,9 +336,9 @@ def test_a_thousand_dra_nodes_with_three_operands_and_two_thousand_claims_take_n
         dra=([resource_slice(n) for n in names], [GPU_CLASS], claims),
     )
     result = run_module(server, monkeypatch)
-    # version + nodes + 2 pod pages (3,000) + ClusterPolicies + NVIDIADrivers + ResourceSlices + DeviceClasses +
-    # ResourceClaims (2,000: one page)
-    assert result["api_requests"] == 9 == len(server.paths)
+    # version + nodes + 2 pod pages (3,000) + ClusterPolicies + NVIDIADrivers + the operator's pods (no ClusterPolicy
+    # reports its namespace) + ResourceSlices + DeviceClasses + ResourceClaims (2,000: one page)
+    assert result["api_requests"] == 10 == len(server.paths)
     assert result["totals"]["modes"] == {"dra": 1000}
     assert (result["totals"]["dra_devices"], result["totals"]["dra_devices_allocated"]) == (8000, 2000)
 

@@ -11,7 +11,10 @@ import module_harness as harness
 import yaml
 from module_harness import Resp
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import (
+    KUBECONFIG_ARG_SPEC,
+    OPERATOR_NAMES_ARG_SPEC,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_preflight_info as mod
 
 
@@ -40,7 +43,7 @@ EMPTY = {"items": [], "metadata": {}}
 
 
 def test_reads_every_section_and_lists_the_denied_permission(monkeypatch):
-    server = ReadOnlyServer({"/api/v1/nodes": EMPTY, "/apis/apps/v1/daemonsets": EMPTY})
+    server = ReadOnlyServer({"/api/v1/nodes": EMPTY, "/apis/apps/v1/daemonsets": EMPTY, "/api/v1/pods": EMPTY})
     out = run_module(
         monkeypatch,
         server,
@@ -51,6 +54,9 @@ def test_reads_every_section_and_lists_the_denied_permission(monkeypatch):
     assert out["kubernetes_version"]["git_version"] == "v1.36.3"
     assert out["runtime_class"]["exists"] is False and out["namespace"]["exists"] is False
     assert [m["verb"] for m in out["access"][0]["missing"]] == ["patch"]
+    # before an install nothing names the operator namespace: the conventional one, with a problem saying so
+    assert out["namespace"]["name"] == out["operator"]["namespace"] == "gpu-operator"
+    assert out["operator"]["namespace_source"] == "default" and out["operator"]["problems"]
 
 
 def test_a_forbidden_read_fails_naming_it(monkeypatch):
@@ -69,5 +75,5 @@ def test_page_size_below_one_is_refused(monkeypatch):
 
 def test_the_documented_options_are_the_argument_spec():
     doc = yaml.safe_load(mod.DOCUMENTATION)
-    assert set(doc["options"]) | set(KUBECONFIG_ARG_SPEC) == set(mod.argspec())
+    assert set(doc["options"]) | set(KUBECONFIG_ARG_SPEC) | set(OPERATOR_NAMES_ARG_SPEC) == set(mod.argspec())
     assert set(doc["options"]["permissions"]["suboptions"]) == set(mod.argspec()["permissions"]["options"])

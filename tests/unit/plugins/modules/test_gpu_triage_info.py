@@ -56,15 +56,18 @@ CRASHING_DRIVER = {
 POLICY = {
     "metadata": {"name": "cluster-policy"},
     "spec": {"driver": {"enabled": True}},
-    "status": {"state": "notReady"},
+    "status": {"state": "notReady", "namespace": "gpu-operator"},
 }
 
 
 class FakeApiServer:
     """LISTs from memory, paginated with limit/continue; 404 for API groups and objects it does not hold."""
 
-    def __init__(self, nodes=(), pods=(), operator_pods=(), previous_log=True, dra=None, policies=(POLICY,)):
+    def __init__(
+        self, nodes=(), pods=(), operator_pods=(), previous_log=True, dra=None, policies=(POLICY,), operator_ns=None
+    ):
         self.nodes, self.pods, self.operator_pods = list(nodes), list(pods), list(operator_pods)
+        self.operator_ns = operator_ns or "gpu-operator"
         self.previous_log = previous_log
         self.dra = dra  # {plural: items} when resource.k8s.io/v1 is served
         self.policies = list(policies)
@@ -85,7 +88,7 @@ class FakeApiServer:
             return page([p for p in self.pods + self.operator_pods if p["spec"].get("nodeName")], query)
         if path == "/api/v1/namespaces/ml/pods":
             return page(self.pods, query)
-        if path == "/api/v1/namespaces/gpu-operator/pods":
+        if path == "/api/v1/namespaces/%s/pods" % self.operator_ns:
             return page(self.operator_pods, query)
         if path.startswith("/api/v1/namespaces/ml/pods/"):
             name = path.rsplit("/", 1)[1]
@@ -164,6 +167,17 @@ def test_without_a_previous_container_the_current_log_is_read(monkeypatch):
     assert result["findings"][0]["evidence"]["log_tail"]
 
 
+def test_the_operator_namespace_is_the_one_the_clusterpolicy_reports_and_the_names_are_returned(monkeypatch):
+    renamed = dict(POLICY, metadata={"name": "gpu-cluster-policy"}, status={"namespace": "nvidia-gpu-operator"})
+    server = FakeApiServer(nodes=[gpu_node("g0")], policies=[renamed], operator_ns="nvidia-gpu-operator")
+    result = run_module(server, monkeypatch, node="g0")
+    assert result["operator"]["namespace"] == "nvidia-gpu-operator"
+    assert result["operator"]["cluster_policy"] == "gpu-cluster-policy"
+    assert ("/api/v1/namespaces/nvidia-gpu-operator/pods", {"fieldSelector": "spec.nodeName=g0", "limit": "500"}) in (
+        server.requests
+    )
+
+
 def test_a_namespace_of_many_pending_pods_costs_a_fixed_number_of_requests(monkeypatch):
     def requests_for(count):
         server = FakeApiServer(nodes=[gpu_node("g0")], pods=[pending("p%03d" % i, gpus=9) for i in range(count)])
@@ -172,7 +186,7 @@ def test_a_namespace_of_many_pending_pods_costs_a_fixed_number_of_requests(monke
         return result["api_requests"]
 
     few, many = requests_for(3), requests_for(300)
-    assert few == many <= 14
+    assert few == many <= 15
 
 
 def test_the_pods_of_a_namespace_are_only_the_gpu_pods_that_need_help(monkeypatch):

@@ -49,6 +49,7 @@ class FakeApiServer:
             NS + "/pods": pods,
             NS + "/events": [SANDBOX_EVENT],
             "/apis/nvidia.com/v1/clusterpolicies": [POLICY],
+            "/api/v1/pods": [],
             SLICES: [],
         }
         self.service = {"metadata": {"name": "nvidia-dcgm-exporter"}} if exporter else None
@@ -105,6 +106,25 @@ def test_it_writes_the_three_reports_once_and_a_rerun_changes_nothing(monkeypatc
     second = run(FakeApiServer(), monkeypatch, tmp_path)
     assert second["changed"] is False and second["written"] == []
     assert second["generated_at"] == first["generated_at"], "an unchanged content keeps its timestamp"
+
+
+def test_it_returns_and_prints_the_operator_names_it_found(monkeypatch, tmp_path):
+    result = run(FakeApiServer(), monkeypatch, tmp_path)
+    assert result["operator"] == {
+        "namespace": "gpu-operator",
+        "namespace_source": "cluster_policy",
+        "cluster_policy": "cluster-policy",
+        "nvidia_drivers": [],
+        "problems": [],
+    }
+    assert result["console"][1] == "operator: namespace gpu-operator (cluster_policy), ClusterPolicy cluster-policy"
+
+
+def test_a_cluster_policy_name_that_matches_nothing_fails_before_any_report(monkeypatch, tmp_path):
+    result = run(FakeApiServer(), monkeypatch, tmp_path, cluster_policy="gpu-cluster-policy")
+    assert result["_kind"] == "fail"
+    assert "cluster_policy gpu-cluster-policy matches no ClusterPolicy (found: cluster-policy)" in result["msg"]
+    assert not (tmp_path / "reports").exists()
 
 
 def test_check_mode_writes_nothing_and_says_what_would_change(monkeypatch, tmp_path):
