@@ -58,7 +58,11 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
     next_wave,
     wave_of,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.session import Pause, utc_now
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.session import (
+    Pause,
+    about,
+    utc_now,
+)
 
 
 def _start(session, record, wave):
@@ -202,7 +206,7 @@ def prove(session, wave, members, target, opts):
         details = ["%s: %s" % item for item in sorted(failed.items())]
         return report(wave["name"] + " proof", session.clock() - timer["since"], timeout, head, details)
 
-    session.wait(timer["since"] + timeout, check, progress)
+    session.wait(timer["since"] + timeout, check, progress, about(members))
     return dict(failed), views
 
 
