@@ -6,7 +6,9 @@
 * canary: ``canary.run.Canary`` in-process (the module's code path without Ansible's process start-up) - plan,
   prepare, then per wave ``run_wave`` (taint, release, wait, cluster-side proof) and ``finish_wave``; waves
   ``[canary, *--waves]``. Printed as ``canary / floor``; the extra is the waves' serialisation, the proof and the
-  polling.
+  waiting. Each phase is printed with its seconds and API requests: plan, prepare, and per wave ``take`` (taint,
+  release), ``upgrade`` (waiting for the controller), ``operands`` (renewing held operand pods), ``proof`` and
+  ``finish``.
 * abort latency: a new target with ``upgrade-failed`` injected on a canary node; from the moment a watcher sees
   the node enter ``upgrade-failed`` to the moment ``run_wave`` raises ``CanaryAbort`` (after its abort writes).
   Printed against ``--poll`` (one poll is the expected latency).
@@ -35,6 +37,7 @@ from pathlib import Path
 # _common (bench/_common.py) first: it makes the collection and tests.* importable
 from _common import ROOT, K8sClient, load_configuration
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import wave as wave_step
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import CanaryAbort
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.run import Canary
 
@@ -164,18 +167,49 @@ def floor(bed, version):
     return time.monotonic() - t0
 
 
+class Phases:
+    """Seconds and API requests per phase of a canary run, ``(name, seconds, requests)`` in order."""
+
+    def __init__(self, client):
+        self.client = client
+        self.rows = []
+
+    def timed(self, name, call, *args, **kwargs):
+        t0, r0 = time.monotonic(), self.client.requests
+        try:
+            return call(*args, **kwargs)
+        finally:
+            self.rows.append((name, time.monotonic() - t0, self.client.requests - r0))
+
+    def wrap(self, name, call):
+        return lambda *args, **kwargs: self.timed(name, call, *args, **kwargs)
+
+
 def canary_run(bed, version, canary, waves, poll):
+    """The canary run's seconds and its phases; the wave steps' waits are timed apart from what is left of
+    ``run_wave`` (``take``: taint and release)."""
     c = Canary(bed.client, poll=poll)
+    phases = Phases(bed.client)
+    saved = {name: getattr(wave_step, name) for name in ("wait_upgraded", "roll_operands", "prove")}
+    for name, label in (("wait_upgraded", "upgrade"), ("roll_operands", "operands"), ("prove", "proof")):
+        setattr(wave_step, name, phases.wrap(label, saved[name]))
     t0 = time.monotonic()
-    _plan, record, nodes, cp = c.plan(version, None, canary, "", waves)
-    c.prepare(record, nodes, cp, POLICY, hold_operands=True)
-    per_wave = []
-    for wave in record["waves"]:
-        w0 = time.monotonic()
-        c.run_wave(record, wave["index"], {"policy": "none", "wave_timeout": 1800, "proof_timeout": 300})
-        c.finish_wave(record, wave["index"], True)
-        per_wave.append((wave["name"], len(wave["nodes"]), time.monotonic() - w0))
-    return time.monotonic() - t0, per_wave, bed.client.requests
+    try:
+        _plan, record, nodes, cp = phases.timed("plan", c.plan, version, None, canary, "", waves)
+        phases.timed("prepare", c.prepare, record, nodes, cp, POLICY, hold_operands=True)
+        for wave in record["waves"]:
+            start = len(phases.rows)
+            opts = {"policy": "none", "wave_timeout": 1800, "proof_timeout": 300}
+            phases.timed("run_wave", c.run_wave, record, wave["index"], opts)
+            inner = phases.rows[start:-1]
+            _name, secs, reqs = phases.rows.pop()
+            rows = [("take", secs - sum(r[1] for r in inner), reqs - sum(r[2] for r in inner))] + inner
+            phases.rows[start:] = [("%s %s" % (wave["name"], n), s, r) for n, s, r in rows]
+            phases.timed("%s finish" % wave["name"], c.finish_wave, record, wave["index"], True)
+    finally:
+        for name, call in saved.items():
+            setattr(wave_step, name, call)
+    return time.monotonic() - t0, phases.rows
 
 
 def abort_latency(bed, version, canary, poll):
@@ -244,11 +278,11 @@ def main():
         for i in range(args.repeat):
             bed.clear()
             floors.append(floor(bed, "611.%d.1" % i))
-            t, per_wave, requests = canary_run(bed, "611.%d.2" % i, canary, args.waves, args.poll)
+            t, rows = canary_run(bed, "611.%d.2" % i, canary, args.waves, args.poll)
             runs.append(t)
-            for name, count, secs in per_wave:
-                print("  run %d %-7s %3d nodes %7.1fs" % (i + 1, name, count, secs))
-            print("  run %d: %d API requests" % (i + 1, requests))
+            for name, secs, reqs in rows:
+                print("  run %d %-18s %6.2fs %4d requests" % (i + 1, name, secs, reqs))
+            print("  run %d: %.1fs, %d API requests" % (i + 1, t, sum(r[2] for r in rows)))
             lat.append(abort_latency(bed, "611.%d.3" % i, canary, args.poll))
             bed.clear()
             bed.wait(lambda v="611.%d.3" % i: bed.all_on(v), 900, "recovery")

@@ -12,12 +12,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+import math
+
 try:
     from urllib.parse import quote
 except ImportError:  # pragma: no cover - Python 2 is not supported, this only keeps sanity's compile test quiet
     from urllib import quote  # type: ignore
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s.errors import K8sError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s.errors import K8sError, status_error
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s.library import urllib3
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s.transport import Transport
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
 
@@ -25,8 +29,13 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
 class K8sClient(Transport):
     """The API verbs on top of :class:`.transport.Transport` (same constructor); ``requests`` counts every request.
 
-    LISTs follow ``continue`` tokens, so a big LIST is a few pages, never one request per object.
+    LISTs follow ``continue`` tokens, so a big LIST is a few pages, never one request per object. ``listed`` maps
+    the path of each LIST made to its selectors and ``resourceVersion``, where a :meth:`watch` of it can start.
     """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.listed = {}
 
     def list_all(self, path, label_selector=None, field_selector=None, page_size=500, what=None):
         """Every item of a LIST, following ``continue`` tokens; returns ``(items, list_metadata)``.
@@ -51,12 +60,56 @@ class K8sClient(Transport):
                     meta = page.get("metadata") or {}
                     token = meta.get("continue")
                     if not token:
+                        self.listed[path] = {
+                            "labelSelector": label_selector,
+                            "fieldSelector": field_selector,
+                            "resourceVersion": meta.get("resourceVersion"),
+                        }
                         return items, meta
             except K8sError as exc:
                 if exc.status == 410 and token and not restarted:
                     restarted = True
                     continue
                 raise
+
+    def watch(self, path, since, timeout, what=None):
+        """The events (``{"type", "object"}``) of a watch on ``path`` from ``since`` (a :attr:`listed` entry: the
+        selectors and ``resourceVersion`` of a LIST of it) as they come, for at most ``timeout`` seconds.
+
+        One request, not retried: an error status (410 Gone: the version is too old, LIST again), an ``ERROR``
+        event or a dropped connection raises :class:`K8sError`; the caller falls back to a LIST.
+        """
+        what = what or "watch %s" % path
+        seconds = max(1, int(math.ceil(timeout)))
+        query = dict(since, watch="1", timeoutSeconds=seconds)
+        self.requests += 1
+        try:
+            resp = self._pool.request(
+                "GET",
+                self.url(path, query),
+                headers=self._headers(),
+                timeout=urllib3.Timeout(connect=self.timeout, read=seconds + self.timeout),
+                retries=False,
+                preload_content=False,
+            )
+        except urllib3.exceptions.HTTPError as exc:
+            raise K8sError("cannot reach the Kubernetes API server %s for %s: %s" % (self.host, what, exc)) from exc
+        try:
+            if not 200 <= resp.status < 300:
+                raise status_error(resp, what)
+            for line in resp:
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    status = event.get("object") or {}
+                    raise K8sError("%s failed: %s" % (what, status.get("message")), status.get("code") or 0)
+                yield event
+        except (urllib3.exceptions.HTTPError, ValueError) as exc:
+            raise K8sError("%s broke off: %s" % (what, exc)) from exc
+        finally:
+            resp.close()
+            resp.release_conn()
 
     def list_core(self, resource, namespace=None, **kwargs):
         """LIST a core (``/api/v1``) resource, e.g. ``list_core("pods", namespace="gpu-operator")``; returns items."""

@@ -46,7 +46,7 @@ class Transport:
 
     @staticmethod
     def _make_pool(cfg):
-        kwargs = {"num_pools": 4, "maxsize": 4, "retries": False}
+        kwargs = {"num_pools": 4, "maxsize": 8, "retries": False}
         if cfg.verify_ssl:
             kwargs["cert_reqs"] = ssl.CERT_REQUIRED
             if cfg.ssl_ca_cert:

@@ -32,6 +32,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
     selector_matches,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.progress import report
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.session import about
 
 
 def evict(session, pod):
@@ -87,7 +88,7 @@ def handle_workloads(session, wave, policy, wait_selector, timeout, timer, in_pl
     if session.check_mode:
         check()  # records the evictions it would make
         return evicted
-    done, left = session.wait(deadline, check, progress)
+    done, left = session.wait(deadline, check, progress, about(members))
     if not done:
         raise CanaryAbort(
             "GPU workloads on %s did not finish or could not be evicted within %d s: %s (a PodDisruptionBudget "

@@ -90,11 +90,12 @@ def set_driver_version(session, cp, version, policy, versions=None):
 
 def wait_upgraded(session, members, target, timeout, timer, title, grace=None):
     """Wait until every member runs ``target`` (upgrade-done); returns ``(failed {node: why}, progress report)``.
-    Stops at the first failed node (abort latency is one poll), and, with ``grace``, when nothing can progress
-    (:func:`.progress.stalled`: no upgrade state or driver moved for ``grace`` seconds). ``timer`` (see
-    :meth:`.session.CanarySession.timer`) keeps the deadline and the last movement across calls."""
+    Stops at the first failed node (at the watch event that shows it, one poll at most), and, with ``grace``, when
+    nothing can progress (:func:`.progress.stalled`: no upgrade state or driver moved for ``grace`` seconds).
+    ``timer`` (see :meth:`.session.CanarySession.timer`) keeps the deadline and the last movement across calls."""
     deadline = timer["since"] + timeout
     statuses = {}
+    pending = set()
 
     def check():
         by_name = session.nodes_by_name()
@@ -103,6 +104,8 @@ def wait_upgraded(session, members, target, timeout, timer, title, grace=None):
         marks = {n: v[1] for n, v in statuses.items()}
         if marks != timer.get("marks"):
             timer["marks"], timer["moved"] = marks, int(session.clock())
+        pending.clear()
+        pending.update(n for n, v in statuses.items() if v[0] != DONE)
         failed = {n: v[2] for n, v in statuses.items() if v[0] == FAILED}
         if failed:
             return True, failed
@@ -114,10 +117,23 @@ def wait_upgraded(session, members, target, timeout, timer, title, grace=None):
             }
         return all(v[0] == DONE for v in statuses.values()), {}
 
+    def wake(event):
+        """A member failed, or the last one is done: what the next check acts on (the resync sees the rest)."""
+        node = event.get("object")
+        name = name_of(node)
+        if name not in statuses:
+            return False
+        state = node_progress(node, target)[0]
+        if state == DONE:
+            pending.discard(name)
+        else:
+            pending.add(name)
+        return state == FAILED or not pending
+
     def progress(waiting=True):
         return upgrade_report(title, statuses, session.clock() - timer["since"], timeout, waiting)
 
-    done, failed = session.wait(deadline, check, progress)
+    done, failed = session.wait(deadline, check, progress, wake)
     if not done:
         failed = {n: "not upgraded within %d s (%s)" % (timeout, v[2]) for n, v in statuses.items() if v[0] != DONE}
     return failed, progress(False)

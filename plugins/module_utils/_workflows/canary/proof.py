@@ -27,18 +27,19 @@ def _event_time(ev):
     return ev.get("lastTimestamp") or ev.get("eventTime") or meta_of(ev).get("creationTimestamp") or ""
 
 
-def xid_events(events, node_name, since):
-    """Xid events of a node with a time at or after ``since`` (ISO 8601 UTC strings compare as text)."""
-    out = []
+def xid_events_by_node(events, since):
+    """``{node: [Xid events]}`` with a time at or after ``since`` (ISO 8601 UTC strings compare as text), in one
+    pass over the Events."""
+    out = {}
     for ev in events:
         inv = ev.get("involvedObject") or {}
-        if inv.get("kind") != "Node" or inv.get("name") != node_name:
+        if inv.get("kind") != "Node":
             continue
         if ev.get("reason") not in XID_REASONS and "Xid" not in (ev.get("message") or ""):
             continue
         if since and _event_time(ev) < since:
             continue
-        out.append(ev)
+        out.setdefault(inv.get("name"), []).append(ev)
     return out
 
 

@@ -16,6 +16,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import queue
+import threading
 import time
 from functools import partial
 from urllib.parse import quote
@@ -44,6 +46,9 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
 )
 
 MERGE = "application/merge-patch+json"
+#: The shortest time between two checks of a wait, as a share of the poll interval (a burst of changes wakes it
+#: once).
+WATCH_GAP = 0.1
 FIELD_MANAGER = "gpuops-canary-upgrade"
 
 
@@ -58,6 +63,24 @@ def node_path(name):
 
 def cluster_policy_path(cp):
     return "/apis/nvidia.com/v1/clusterpolicies/%s" % quote(name_of(cp), safe="")
+
+
+def about(members):
+    """A ``wake`` for :meth:`CanarySession.wait`: a change of one of the nodes ``members``, of a pod on one, of an
+    Event of one, or of any other kind of object."""
+
+    def wake(event):
+        obj = event.get("object") or {}
+        kind = obj.get("kind")
+        if kind == "Node":
+            return name_of(obj) in members
+        if kind == "Pod":
+            return (obj.get("spec") or {}).get("nodeName") in members
+        if kind == "Event":
+            return (obj.get("involvedObject") or {}).get("name") in members
+        return True
+
+    return wake
 
 
 class Pause(Exception):
@@ -165,17 +188,56 @@ class CanarySession:
             waits[name] = {"since": now, "moved": now, "marks": {}}
         return waits[name]
 
-    def wait(self, deadline, check, progress=None):
-        """Poll ``check()`` (returns ``(done, detail)``) until done or ``deadline``; returns ``(done, detail)``. When
-        this call's share of waiting ends first, raises :class:`Pause` with ``progress()``."""
+    def wait(self, deadline, check, progress=None, wake=None):
+        """Run ``check()`` (returns ``(done, detail)``) until done or ``deadline``; returns ``(done, detail)``. When
+        this call's share of waiting ends first, raises :class:`Pause` with ``progress()``.
+
+        Between two checks it waits on watches of what ``check()`` listed, so the first change for which
+        ``wake(event)`` is true (None: any change) wakes it, and runs ``check()`` again after ``poll`` seconds at
+        most (the resync); a client that cannot watch, or whose watch fails, polls."""
+        listed = getattr(self.client, "listed", None)
         while True:
+            if listed is not None:
+                listed.clear()
+            start = self.clock()
             done, detail = check()
             now = self.clock()
             if done or now >= deadline:
                 return done, detail
             if self.pause_at is not None and now >= self.pause_at:
                 raise Pause(progress() if progress else {"waiting": True, "lines": []})
-            self.sleep(self.poll)
+            resync = min(start + self.poll, deadline)
+            if not (listed and resync > now and self._changed(dict(listed), resync - now, wake)):
+                self.sleep(max(0.0, resync - self.clock()))
+            gap = start + self.poll * WATCH_GAP - self.clock()
+            if gap > 0:
+                self.sleep(gap)
+
+    def _changed(self, listed, seconds, wake):
+        """True when a watch of one of the LISTs ``listed`` (see ``K8sClient.listed``) sees a change that ``wake``
+        accepts within ``seconds``; False when none did or no watch could run."""
+        found = queue.Queue()
+
+        def watch(path, since):
+            try:
+                for event in self.client.watch(path, since, seconds):
+                    if wake is None or wake(event):
+                        found.put(True)
+                        return
+            except K8sError:
+                pass
+            found.put(False)
+
+        for path, since in listed.items():
+            threading.Thread(target=watch, args=(path, since), daemon=True).start()
+        end = time.monotonic() + seconds
+        for _path in listed:
+            try:
+                if found.get(timeout=max(0.0, end - time.monotonic())):
+                    return True
+            except queue.Empty:
+                break
+        return False
 
     # ------------------------------------------------------------------------------------------ record
     def cm_path(self):

@@ -44,7 +44,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.proof import (
     dcgm_xid_by_node,
     prove_node,
-    xid_events,
+    xid_events_by_node,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import (
     PHASE_ABORTED,
@@ -58,7 +58,11 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
     next_wave,
     wave_of,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.session import Pause, utc_now
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.session import (
+    Pause,
+    about,
+    utc_now,
+)
 
 
 def _start(session, record, wave):
@@ -164,7 +168,8 @@ def run_wave(session, record, index, opts):
 def prove(session, wave, members, target, opts):
     """Cluster-side proof of the members (labels, allocatable, validator and operands with their versions, no new
     Xid, DCGM); returns ``(failed {node: why}, views {node: summary})``. Waits up to ``proof_timeout`` for operands
-    to settle; a new Xid fails at once."""
+    to settle; a new Xid fails at once. Each check reads for all members at once: one LIST each of the nodes, the
+    operator's pods and DaemonSets and the node Events, and one DCGM scrape."""
     timer = session.timer(wave, "proof")
     timeout = opts.get("proof_timeout", 180)
     views, failed = {}, {}
@@ -174,7 +179,7 @@ def prove(session, wave, members, target, opts):
         pods = session.operator_pods()
         by_node, _unscheduled = operands_by_node(pods)
         versions = operand_versions(session.daemonsets(), pods, members, wave.get("renewed"))
-        events = session.node_events()
+        xids_of = xid_events_by_node(session.node_events(), wave["started"])
         dcgm = dcgm_xid_by_node(opts["fetch"](opts["dcgm_url"])) if opts.get("dcgm_url") and opts.get("fetch") else {}
         failed.clear()
         hard = False
@@ -183,7 +188,7 @@ def prove(session, wave, members, target, opts):
                 failed[n] = "node disappeared"
                 continue
             view = node_view(nodes[n], by_node.get(n))
-            xids = xid_events(events, n, wave["started"])
+            xids = xids_of.get(n, [])
             problems = prove_node(view, target, xids, dcgm.get(n)) + versions.get(n, [])
             views[n] = {
                 "driver_version": (view.get("labels") or {}).get(DRIVER_VERSION_LABEL),
@@ -202,7 +207,7 @@ def prove(session, wave, members, target, opts):
         details = ["%s: %s" % item for item in sorted(failed.items())]
         return report(wave["name"] + " proof", session.clock() - timer["since"], timeout, head, details)
 
-    session.wait(timer["since"] + timeout, check, progress)
+    session.wait(timer["since"] + timeout, check, progress, about(members))
     return dict(failed), views
 
 

@@ -26,7 +26,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.proof import (
     dcgm_xid_by_node,
     prove_node,
-    xid_events,
+    xid_events_by_node,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import (
     RECORD_KEY,
@@ -433,7 +433,7 @@ def test_each_proof_failure_names_what_is_wrong(kw, xids, dcgm, expect):
     assert len(problems) == 1 and expect in problems[0], problems
 
 
-def test_only_xid_events_of_the_node_since_the_wave_started_count():
+def test_only_xid_events_since_the_wave_started_count_each_for_its_node():
     events = [
         {
             "involvedObject": {"kind": "Node", "name": "n"},
@@ -456,7 +456,7 @@ def test_only_xid_events_of_the_node_since_the_wave_started_count():
             "lastTimestamp": "2026-12-03T10:00:05Z",
         },
     ]
-    assert xid_events(events, "n", "2026-12-03T10:00:00Z") == [events[0]]
+    assert xid_events_by_node(events, "2026-12-03T10:00:00Z") == {"n": [events[0]], "m": [events[2]]}
 
 
 def test_dcgm_xid_errors_are_read_per_hostname():

@@ -28,6 +28,27 @@ class Resp:
         self.reason = reason
 
 
+class Stream(Resp):
+    """A streamed watch response: one JSON line per event (or raw bytes), then the end of the stream."""
+
+    def __init__(self, *events, status=200, body=None):
+        super().__init__(status, body)
+        self.lines = [e if isinstance(e, (bytes, Exception)) else json.dumps(e).encode() + b"\n" for e in events]
+        self.closed = self.released = False
+
+    def __iter__(self):
+        for line in self.lines:
+            if isinstance(line, Exception):
+                raise line
+            yield line
+
+    def close(self):
+        self.closed = True
+
+    def release_conn(self):
+        self.released = True
+
+
 class FakePool:
     """Answers each request with the next scripted response (or raises it); records methods, URLs and headers."""
 
@@ -35,7 +56,7 @@ class FakePool:
         self.script = list(script)
         self.calls = []
 
-    def request(self, method, url, body=None, headers=None, timeout=None, retries=None):
+    def request(self, method, url, body=None, headers=None, timeout=None, retries=None, preload_content=True):
         self.calls.append((method, url, headers))
         item = self.script.pop(0)
         if isinstance(item, Exception):
@@ -246,6 +267,13 @@ class TestList:
         with pytest.raises(K8sError):
             client.list_custom("nvidia.com", "v1", "clusterpolicies", missing_ok=False)
 
+    def test_each_list_leaves_where_a_watch_of_it_can_start(self):
+        client, _unused, _unused = make_client(page([1], "t1"), page([2]))
+        client.list_all("/api/v1/pods", label_selector="app=x", page_size=1)
+        assert client.listed == {
+            "/api/v1/pods": {"labelSelector": "app=x", "fieldSelector": None, "resourceVersion": "7"}
+        }
+
     def test_version_is_reduced_to_four_fields(self):
         client, _unused, _unused = make_client(
             Resp(
@@ -259,3 +287,49 @@ class TestList:
             )
         )
         assert client.version() == {"git_version": "v1.33.1", "major": "1", "minor": "33", "platform": "linux/amd64"}
+
+
+SINCE = {"labelSelector": "app=x", "fieldSelector": None, "resourceVersion": "7"}
+NODE = {"type": "MODIFIED", "object": {"kind": "Node", "metadata": {"name": "n1"}}}
+
+
+class TestWatch:
+    def test_streams_the_events_from_the_lists_version_for_the_whole_seconds_and_counts_one_request(self):
+        stream = Stream(NODE, b"\n", dict(NODE, type="DELETED"))
+        client, pool, _unused = make_client(stream)
+        events = list(client.watch("/api/v1/nodes", SINCE, 0.4))
+        assert [e["type"] for e in events] == ["MODIFIED", "DELETED"]
+        url = pool.calls[0][1]
+        assert "watch=1" in url and "resourceVersion=7" in url and "timeoutSeconds=1" in url
+        assert "labelSelector=app%3Dx" in url and "fieldSelector" not in url
+        assert client.requests == 1
+        assert stream.closed and stream.released
+
+    def test_a_caller_that_stops_at_the_first_event_closes_the_stream(self):
+        stream = Stream(NODE, NODE)
+        client, _unused, _unused = make_client(stream)
+        watch = client.watch("/api/v1/nodes", SINCE, 2)
+        assert next(watch)["type"] == "MODIFIED"
+        watch.close()
+        assert stream.closed
+
+    def test_a_version_too_old_is_an_error_with_its_status(self):
+        gone = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "too old resource version"}}
+        client, _unused, _unused = make_client(Stream(gone))
+        with pytest.raises(K8sError) as err:
+            list(client.watch("/api/v1/nodes", SINCE, 1))
+        assert err.value.status == 410 and "too old resource version" in str(err.value)
+
+    def test_an_error_status_is_not_retried(self):
+        client, _unused, _unused = make_client(Stream(status=403, body={"message": "forbidden"}))
+        with pytest.raises(K8sError) as err:
+            list(client.watch("/api/v1/nodes", SINCE, 1, what="watch nodes"))
+        assert err.value.status == 403 and "watch nodes" in str(err.value)
+        assert client.requests == 1
+
+    def test_a_dropped_connection_or_garbage_is_an_error(self):
+        dropped = urllib3.exceptions.ProtocolError("Connection broken")
+        client, _unused, _unused = make_client(Stream(NODE, dropped), Stream(b"not json\n"), dropped)
+        for _attempt in range(3):
+            with pytest.raises(K8sError):
+                list(client.watch("/api/v1/nodes", SINCE, 1))
