@@ -374,7 +374,7 @@ status:
       C(failure)), C(foreign_quarantine) (per node the record left out because someone else quarantined it, its
       state as in C(nodes) and its C(evidence) now), C(leftovers) (what a canary upgrade left on the cluster),
       C(kept) (the tolerations a finished upgrade keeps), C(next) (what to run) and C(lines).
-    - C(operator) reads the ClusterPolicy's state for the release that runs (C(release), C(upgrading), C(meaning)
+    - C(policy_status) reads the ClusterPolicy's state for the release that runs (C(release), C(upgrading), C(meaning)
       V(ready), V(not-ready), V(upgrading) or V(not-proven), C(text)); the canary never takes it as proof.
   returned: when O(step) is V(status)
   type: dict

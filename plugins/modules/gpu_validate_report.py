@@ -135,7 +135,7 @@ summary:
     - The verdict of every host's node, as P(gpuops.gpu_operator.fleet_summary#filter) returns it (C(rows),
       C(passed), C(failed), C(quarantined), C(failed_by_layer), C(by_owner), C(lines), ...), with C(admission) (the
       plan's report) when O(admission) is set.
-    - C(operator) says how to read the ClusterPolicy's state for the operator release that runs (C(release),
+    - C(policy_status) says how to read the ClusterPolicy's state for the operator release that runs (C(release),
       C(status_covers_upgrades), the nodes C(upgrading), C(meaning) V(ready), V(not-ready), V(upgrading) or
       V(not-proven), and C(text)); the C(upgrade) check of each row compares the node's driver with the version the
       ClusterPolicy or its NVIDIADriver is set to.

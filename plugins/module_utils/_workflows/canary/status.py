@@ -217,7 +217,7 @@ def describe(record, cp, nfd_daemonsets, nodes, where, taint):
         "leftovers": left,
         "kept": kept,
         "next": _next(rec.get("phase"), left),
-        "operator": policy_status(
+        "policy_status": policy_status(
             cluster_policy_view([cp] if cp else None), running_release(cp)[0], nodes_in_flight(nodes)
         ),
     }
@@ -247,8 +247,8 @@ def describe(record, cp, nfd_daemonsets, nodes, where, taint):
             "Kept after the upgrade: %s (every operand pod carries it; taking it back would restart them all, a "
             "chart upgrade without it drops it)." % "; ".join(kept)
         )
-    if out["operator"]["meaning"] in ("upgrading", "not-proven"):
-        lines.append("Operator: %s." % out["operator"]["text"])
+    if out["policy_status"]["meaning"] in ("upgrading", "not-proven"):
+        lines.append("Operator: %s." % out["policy_status"]["text"])
     out["lines"] = lines + [out["next"]]
     return out
 

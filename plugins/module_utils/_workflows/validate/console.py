@@ -75,9 +75,9 @@ def fleet_console(summary, nodes=None, namespace="gpu-operator", reports=None, l
     if order:
         head += " (%s)" % ", ".join("%s %d" % (la, by_layer[la]) for la in order)
     lines = [head]
-    operator = summary.get("operator") or {}
-    if operator.get("meaning") in ("upgrading", "not-proven"):
-        lines.append("operator: %s" % operator["text"])
+    status = summary.get("policy_status") or {}
+    if status.get("meaning") in ("upgrading", "not-proven"):
+        lines.append("ClusterPolicy state: %s" % status["text"])
     passed = [r["node"] for r in rows if r.get("verdict") == "pass"]
     if passed and failing:
         lines.append("passed: %s" % _names(sorted(passed)))

@@ -71,8 +71,8 @@ def summary_markdown(summary, title="GPU validation report", generated=None):
     if generated:
         out += ["Generated %s." % generated, ""]
     out.append("**%s** of %d GPU nodes." % (totals_text(summary), len(summary["rows"])))
-    if summary.get("operator"):
-        out += ["", "Operator: %s." % md_cell(summary["operator"]["text"])]
+    if summary.get("policy_status"):
+        out += ["", "Operator: %s." % md_cell(summary["policy_status"]["text"])]
     if summary.get("failed_by_layer"):
         layers = sorted(summary["failed_by_layer"].items(), key=lambda kv: layer_rank(kv[0]))
         out += ["", "Failing layers: " + ", ".join("%s (%d)" % kv for kv in layers) + "."]

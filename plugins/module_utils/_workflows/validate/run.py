@@ -17,7 +17,6 @@ __metaclass__ = type
 import os
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_read import read_lists, view_of
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import cluster_policy_in_use
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.files import read_text, write_stale
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, name_of
@@ -68,7 +67,7 @@ def operator_status(lists, view):
     policy = view["cluster_policy"]
     targets = {name_of(n): expected_driver(labels_of(n), policy, view["nvidia_drivers"]) for n in lists["nodes"] or []}
     in_flight = nodes_in_flight(lists["nodes"])
-    release = running_release(cluster_policy_in_use(lists["cluster_policies"]), lists["pods"] or [])[0]
+    release = running_release(lists["names"].policy, lists["pods"] or [])[0]
     return targets, policy_status(policy, release, in_flight)
 
 
@@ -112,7 +111,7 @@ def validate(client, module, p, now, today):
         nri,
         targets,
     )
-    summary["operator"] = status
+    summary["policy_status"] = status
     summary["lines"] = summary_lines(summary)
     admission = None
     if p["admission"] is not None:

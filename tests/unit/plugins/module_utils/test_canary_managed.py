@@ -275,7 +275,7 @@ def test_the_status_reads_the_cluster_policy_by_release_while_nodes_upgrade():
     cp["metadata"]["labels"] = {"helm.sh/chart": "gpu-operator-v26.3.3"}
     cp["status"] = {"state": "ready"}
     st = describe(record(), cp, [], [moving], "ns/cm", (TAINT, "NoSchedule"))
-    assert (st["operator"]["meaning"], st["operator"]["upgrading"]) == ("not-proven", ["h100-1"])
+    assert (st["policy_status"]["meaning"], st["policy_status"]["upgrading"]) == ("not-proven", ["h100-1"])
     assert st["lines"][-2].startswith("Operator: ClusterPolicy cluster-policy says ready, but on operator 26.3.3")
     st = describe(record(), cp, [], [node("h100-1")], "ns/cm", (TAINT, "NoSchedule"))
-    assert st["operator"]["meaning"] == "ready" and not any(x.startswith("Operator:") for x in st["lines"])
+    assert st["policy_status"]["meaning"] == "ready" and not any(x.startswith("Operator:") for x in st["lines"])

@@ -181,7 +181,7 @@ def test_a_node_mid_upgrade_fails_the_upgrade_check_and_the_operator_reading_say
     server.nodes[0]["metadata"]["labels"]["nvidia.com/gpu-driver-upgrade-state"] = "pod-restart-required"
     server.nodes[1]["metadata"]["labels"]["nvidia.com/cuda.driver-version.full"] = "580.95.05"
     result = run(server, monkeypatch, tmp_path)
-    operator = result["summary"]["operator"]
+    operator = result["summary"]["policy_status"]
     assert (operator["release"], operator["meaning"], operator["upgrading"]) == ("26.7.0", "upgrading", ["g0"])
     rows = {r["node"]: r for r in result["summary"]["rows"]}
     assert rows["g0"]["checks"]["upgrade"] == "fail" and rows["g0"]["failing_layer"] == "driver"
@@ -189,4 +189,6 @@ def test_a_node_mid_upgrade_fails_the_upgrade_check_and_the_operator_reading_say
     assert rows["g1"]["checks"]["upgrade"] == "fail"
     assert "runs driver 580.95.05, the operator is set to 595.91.07" in rows["g1"]["evidence"][0]
     assert rows["g2"]["checks"]["upgrade"] == "pass"
-    assert "operator: operator 26.7.0 keeps ClusterPolicy gpu-cluster-policy notReady" in "\n".join(result["console"])
+    assert "ClusterPolicy state: operator 26.7.0 keeps ClusterPolicy gpu-cluster-policy notReady" in "\n".join(
+        result["console"]
+    )
