@@ -53,8 +53,13 @@ class WatchingAPI:
         self.watches.append((path, since["resourceVersion"], timeout))
         outcome = self.outcomes.pop(0) if self.outcomes else []
         if isinstance(outcome, Exception):
-            raise outcome
+            fail(outcome)
         yield from outcome
+
+
+def fail(error):
+    """Raise ``error`` (a watch that breaks)."""
+    raise error
 
 
 def session(api, **kwargs):
