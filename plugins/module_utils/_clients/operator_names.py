@@ -23,15 +23,26 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import meta_of, name_of, namespace_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
+    labels_of,
+    meta_of,
+    name_of,
+    namespace_of,
+)
 
 DEFAULT_NAMESPACE = "gpu-operator"
 #: The label of the operator Deployment's pods, in the Helm chart and in the OLM bundle alike.
-OPERATOR_POD_SELECTOR = "app.kubernetes.io/component=gpu-operator"
+OPERATOR_POD_LABEL = ("app.kubernetes.io/component", "gpu-operator")
+OPERATOR_POD_SELECTOR = "%s=%s" % OPERATOR_POD_LABEL
 
 
 def _status(obj):
     return (obj or {}).get("status") or {}
+
+
+def is_operator_pod(pod):
+    """Whether ``pod`` is one of the operator's own (:data:`OPERATOR_POD_LABEL`)."""
+    return labels_of(pod).get(OPERATOR_POD_LABEL[0]) == OPERATOR_POD_LABEL[1]
 
 
 def cluster_policy_in_use(policies, name=None):

@@ -25,6 +25,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
     UPGRADE_SKIP_LABEL,
     UPGRADE_STATE_LABEL,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operator_names import is_operator_pod
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import (
     CONTROLLER_CORDON_STATES,
 )
@@ -61,8 +62,7 @@ def running_release(cluster_policy, pods=()):
         if release:
             return release, "the ClusterPolicy's %s label" % key
     for pod in pods:
-        labels = labels_of(pod)
-        if "gpu-operator" in (labels.get("app.kubernetes.io/component"), labels.get("app")):
+        if is_operator_pod(pod):
             containers = (pod.get("spec") or {}).get("containers") or [{}]
             release = _release_text(image_tag(containers[0].get("image")))
             if release:
