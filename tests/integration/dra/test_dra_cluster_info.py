@@ -36,8 +36,11 @@ def test_every_gpu_node_is_a_dra_node_with_the_devices_nvml_counts(dra, healthy)
 
 def test_reads_in_a_bounded_number_of_requests(healthy):
     assert healthy["changed"] is False
-    # version, nodes, operator pods, ClusterPolicies, NVIDIADrivers, ResourceSlices, DeviceClasses, ResourceClaims
-    assert healthy["api_requests"] == 8
+    # ClusterPolicies, NVIDIADrivers, the operator's pods by label (no ClusterPolicy names the namespace here, so
+    # it is found from them), version, nodes, the operator namespace's pods, ResourceSlices, DeviceClasses,
+    # ResourceClaims
+    assert healthy["api_requests"] == 9
+    assert healthy["operator"]["namespace_source"] == "operator_pods"
 
 
 def test_a_claimed_device_names_its_claim_and_pod(dra, run):
