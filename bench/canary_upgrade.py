@@ -3,6 +3,10 @@
 * floor: the simulated operator's upgrade controller alone moving every GPU node to a new driver at once
   (ClusterPolicy ``spec.driver.version`` patched, ``maxParallelUpgrades: 0``, ``maxUnavailable: 100%``, no skip
   labels) until every node is ``upgrade-done`` on it. No canary procedure can beat it.
+* floor in waves: the same controller alone upgrading the canary's waves one after another - every GPU node held
+  by the skip label, the version patched, then each wave's skip labels removed (``WRITERS`` nodes at a time) once
+  the wave before is ``upgrade-done``. What waves cost by themselves: the controller's own latency is paid once per
+  wave. ``canary / floor in waves`` is what the canary procedure adds (taints, proof, record, waiting).
 * canary: ``canary.run.Canary`` in-process (the module's code path without Ansible's process start-up) - plan,
   prepare, then per wave ``run_wave`` (taint, release, wait, cluster-side proof) and ``finish_wave``; waves
   ``[canary, *--waves]``. Printed as ``canary / floor``; the extra is the waves' serialisation, the proof and the
@@ -32,6 +36,7 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 # _common (bench/_common.py) first: it makes the collection and tests.* importable
@@ -40,6 +45,7 @@ from _common import ROOT, K8sClient, load_configuration
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import wave as wave_step
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import CanaryAbort
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.run import Canary
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.session import WRITERS
 
 STATE = "nvidia.com/gpu-driver-upgrade-state"
 SKIP = "nvidia.com/gpu-driver-upgrade.skip"
@@ -97,8 +103,12 @@ class Bed:
     def patch(self, path, body):
         self.client.send_typed("PATCH", path, body, content_type=MERGE)
 
-    def all_on(self, version):
-        nodes = self.nodes()
+    def label(self, name, labels):
+        self.patch("/api/v1/nodes/" + name, {"metadata": {"labels": labels}})
+
+    def all_on(self, version, names=None):
+        """Whether every GPU node (or every one of ``names``) is ``upgrade-done`` on ``version``."""
+        nodes = [n for n in self.nodes() if names is None or n["metadata"]["name"] in names]
         return all(
             n["metadata"]["labels"].get(DRIVER) == version and n["metadata"]["labels"].get(STATE) == "upgrade-done"
             for n in nodes
@@ -158,6 +168,19 @@ class Bed:
 
 
 POLICY = {"autoUpgrade": True, "maxParallelUpgrades": 0, "maxUnavailable": "100%"}
+
+
+def release_waves(bed, version, waves):
+    """The controller alone, wave after wave (see the module docstring); the seconds from the version's patch."""
+    members = [name for wave in waves for name in wave]
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+        list(pool.map(lambda name: bed.label(name, {SKIP: "true"}), members))
+        t0 = time.monotonic()
+        bed.patch(CP, {"spec": {"driver": {"version": version, "upgradePolicy": POLICY}}})
+        for wave in waves:
+            list(pool.map(lambda name: bed.label(name, {SKIP: None}), wave))
+            bed.wait(lambda w=wave: bed.all_on(version, w), 1800, "%d nodes on %s" % (len(wave), version), 0.1)
+    return time.monotonic() - t0
 
 
 def floor(bed, version):
@@ -274,10 +297,18 @@ def main():
             print("chart v26.7.0 installed and ready in %.1fs" % (time.monotonic() - t0))
         names = sorted(n["metadata"]["name"] for n in bed.nodes())
         canary = [next(n for n in names if n.startswith("a100")), next(n for n in names if n.startswith("h100"))]
-        floors, runs, lat = [], [], []
+        floors, waved, runs, lat = [], [], [], []
         for i in range(args.repeat):
             bed.clear()
             floors.append(floor(bed, "611.%d.1" % i))
+            waves = [
+                w["nodes"] for w in Canary(bed.client).plan("611.%d.4" % i, None, canary, "", args.waves)[1]["waves"]
+            ]
+            waved.append(release_waves(bed, "611.%d.4" % i, waves))
+            print(
+                "  run %d floor %.1fs, in waves (%s nodes) %.1fs"
+                % (i + 1, floors[-1], "+".join(str(len(w)) for w in waves), waved[-1])
+            )
             t, rows = canary_run(bed, "611.%d.2" % i, canary, args.waves, args.poll)
             runs.append(t)
             for name, secs, reqs in rows:
@@ -286,10 +317,15 @@ def main():
             lat.append(abort_latency(bed, "611.%d.3" % i, canary, args.poll))
             bed.clear()
             bed.wait(lambda v="611.%d.3" % i: bed.all_on(v), 900, "recovery")
-        f, c, a = statistics.median(floors), statistics.median(runs), statistics.median(lat)
+        f, w, c = statistics.median(floors), statistics.median(waved), statistics.median(runs)
+        a = statistics.median(lat)
         print("floor (controller alone, all %d nodes at once): %.1fs (median of %d)" % (args.nodes, f, len(floors)))
+        print("floor in waves (controller alone, the canary's waves one after another): %.1fs (median)" % w)
         print("canary upgrade (canary + waves %s): %.1fs (median)" % (" ".join(args.waves), c))
-        print("canary / floor = %.2fx" % (c / f))
+        print(
+            "canary / floor = %.2fx; floor in waves / floor = %.2fx; canary / floor in waves = %.2fx"
+            % (c / f, w / f, c / w)
+        )
         print("abort latency: %.2fs = %.2f polls of %.1fs (median)" % (a, a / args.poll, args.poll))
     finally:
         if not args.state_dir:

@@ -82,7 +82,7 @@ class K8sClient(Transport):
         what = what or "watch %s" % path
         seconds = max(1, int(math.ceil(timeout)))
         query = dict(since, watch="1", timeoutSeconds=seconds)
-        self.requests += 1
+        self.count_request()
         try:
             resp = self._pool.request(
                 "GET",

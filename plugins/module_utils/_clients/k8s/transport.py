@@ -15,6 +15,7 @@ __metaclass__ = type
 
 import json
 import ssl
+import threading
 
 try:
     from urllib.parse import urlencode
@@ -42,7 +43,13 @@ class Transport:
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self.requests = 0
+        self._counting = threading.Lock()
         self._pool = pool_manager or self._make_pool(configuration)
+
+    def count_request(self):
+        """Count one request in ``requests`` (safe from several threads: the canary writes to nodes concurrently)."""
+        with self._counting:
+            self.requests += 1
 
     @staticmethod
     def _make_pool(cfg):
@@ -107,7 +114,7 @@ class Transport:
         attempt = 0
         while True:
             attempt += 1
-            self.requests += 1
+            self.count_request()
             retry_after = None
             headers = self._headers()
             if payload is not None:

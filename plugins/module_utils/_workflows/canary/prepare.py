@@ -102,8 +102,9 @@ def prepare(session, record, nodes, cp, policy, hold_operands=False):
     session.save_record(record)
     for write in writes:
         session.write(*write)
-    for node in hold:
-        session.label_node(node, {UPGRADE_SKIP_LABEL: "true"}, "hold the upgrade (skip label)")
+    session.each(
+        hold, lambda node: session.label_node(node, {UPGRADE_SKIP_LABEL: "true"}, "hold the upgrade (skip label)")
+    )
     set_driver_version(session, cp, (record.get("target") or {}).get("driver_version"), policy)
     return record
 

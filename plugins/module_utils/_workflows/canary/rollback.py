@@ -13,6 +13,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from functools import partial
+
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
     UPGRADE_SKIP_LABEL,
     UPGRADE_STATE_LABEL,
@@ -86,13 +88,12 @@ def rollback(session, record, timeout, grace=None):
         set_driver_version(session, cp, source, {}, (record.get("prepared") or {}).get("nvidia_drivers"))
     nodes = session.nodes_by_name()
     planned = [n for n in wave_nodes(record) if n in nodes]
-    for n in planned:
-        _release(session, nodes[n])
-    for n in record.get("skip_labelled") or []:
-        if n in nodes:
-            session.label_node(nodes[n], {UPGRADE_SKIP_LABEL: None}, "rollback (remove skip label)")
-    for n in planned:
-        session.untaint(nodes[n])
+    session.each([nodes[n] for n in planned], partial(_release, session))
+    session.each(
+        [nodes[n] for n in record.get("skip_labelled") or [] if n in nodes],
+        lambda node: session.label_node(node, {UPGRADE_SKIP_LABEL: None}, "rollback (remove skip label)"),
+    )
+    session.each([nodes[n] for n in planned], session.untaint)
     record["skip_labelled"] = []
     record["phase"] = PHASE_ROLLING_BACK
     session.save_record(record)

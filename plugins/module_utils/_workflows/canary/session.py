@@ -19,6 +19,7 @@ __metaclass__ = type
 import queue
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from urllib.parse import quote
 
@@ -50,6 +51,9 @@ MERGE = "application/merge-patch+json"
 #: once).
 WATCH_GAP = 0.1
 FIELD_MANAGER = "gpuops-canary-upgrade"
+#: How many nodes' writes :meth:`CanarySession.each` makes at once (the API server's default in-flight limit for
+#: mutations is 200; the upgrade controller itself patches nodes a few at a time).
+WRITERS = 8
 
 
 def utc_now(clock=time.time):
@@ -130,6 +134,7 @@ class CanarySession:
         self.continue_wait = continue_wait
         self.changes = []
         self._stored = None
+        self._local = threading.local()
 
     # ------------------------------------------------------------------------------------------ reads
     def nodes(self):
@@ -281,14 +286,43 @@ class CanarySession:
     # ------------------------------------------------------------------------------------------ writes
     def act(self, change, call):
         """Record ``change`` and make it with ``call()``, unless in check mode; a refused call takes it back."""
-        self.changes.append(change)
+        changes = getattr(self._local, "changes", None)
+        if changes is None:
+            changes = self.changes
+        changes.append(change)
         if self.check_mode:
             return None
         try:
             return call()
         except K8sError:
-            self.changes.pop()
+            changes.pop()
             raise
+
+    def each(self, nodes, write):
+        """``write(node)`` for every one of ``nodes``, the writes of up to :data:`WRITERS` nodes at once (each
+        node's own writes stay in order). The changes are recorded in the order of ``nodes``; when a write fails the
+        other nodes' writes still run, and the first error is raised after them."""
+        nodes = list(nodes)
+        if self.check_mode or len(nodes) < 2:
+            for node in nodes:
+                write(node)
+            return
+        logs = [[] for _node in nodes]
+
+        def one(index):
+            self._local.changes = logs[index]
+            try:
+                write(nodes[index])
+            finally:
+                self._local.changes = None
+
+        with ThreadPoolExecutor(max_workers=min(WRITERS, len(nodes))) as pool:
+            futures = [pool.submit(one, index) for index in range(len(nodes))]
+        for log in logs:
+            self.changes.extend(log)
+        for future in futures:
+            if future.exception() is not None:
+                raise future.exception()
 
     def write(self, change, method, path, body, content_type=MERGE, query=None):
         """One write request (a merge patch unless ``content_type`` says otherwise), through :meth:`act`."""

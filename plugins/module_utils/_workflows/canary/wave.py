@@ -20,7 +20,11 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
     node_view,
     operands_by_node,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import annotations_of, labels_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
+    annotations_of,
+    labels_of,
+    name_of,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.drain import (
     handle_workloads,
     operand_versions,
@@ -85,13 +89,15 @@ def _fail(session, record, wave, failed, what):
 def _take(session, wave, members, by_name):
     """Taint the wave's nodes; a node this run left failed is retried (the operator's documented retry: relabel
     upgrade-required)."""
-    for n in members:
-        node = by_name[n]
+
+    def take(node):
         session.taint(node, wave["name"])
         if FAILED_ANNOTATION in annotations_of(node):
             session.annotate_node(node, {FAILED_ANNOTATION: None}, "clear the earlier failure (retry)")
             if labels_of(node).get(UPGRADE_STATE_LABEL) == "upgrade-failed":
                 session.label_node(node, {UPGRADE_STATE_LABEL: "upgrade-required"}, "retry the driver upgrade")
+
+    session.each([by_name[n] for n in members], take)
 
 
 def _move_workloads(session, record, wave, members, opts):
@@ -115,8 +121,12 @@ def _move_workloads(session, record, wave, members, opts):
 
 def _release_labels(session, record, wave, members, by_name):
     """Remove the wave's skip labels (again after a resumed run's prepare) and record the release once."""
-    for n in members:
-        session.label_node(by_name[n], {UPGRADE_SKIP_LABEL: None}, "release the driver upgrade (remove skip label)")
+    session.each(
+        [by_name[n] for n in members],
+        lambda node: session.label_node(
+            node, {UPGRADE_SKIP_LABEL: None}, "release the driver upgrade (remove skip label)"
+        ),
+    )
     if not session.check_mode and not wave.get("released"):
         wave["released"] = utc_now(session.clock)
         session.save_record(record)
@@ -218,13 +228,13 @@ def _finish_run(session, record, by_name):
     cp = session.cluster_policy()
     if cp:
         undo(session, record, cp, tolerations=False)
-    still = []
-    for n in record.get("skip_labelled") or []:
-        if n in by_name and n not in held_out(record):
-            session.label_node(by_name[n], {UPGRADE_SKIP_LABEL: None}, "upgrade finished (remove skip label)")
-        else:
-            still.append(n)
-    record["skip_labelled"] = still
+    labelled = record.get("skip_labelled") or []
+    done = [n for n in labelled if n in by_name and n not in held_out(record)]
+    session.each(
+        [by_name[n] for n in done],
+        lambda node: session.label_node(node, {UPGRADE_SKIP_LABEL: None}, "upgrade finished (remove skip label)"),
+    )
+    record["skip_labelled"] = [n for n in labelled if n not in done]
 
 
 def finish_wave(session, record, index, passed, reason=None, failed_nodes=None):
@@ -236,9 +246,7 @@ def finish_wave(session, record, index, passed, reason=None, failed_nodes=None):
         abort(session, record, index, dict.fromkeys(nodes, reason or "proof failed"), msg)
         raise CanaryAbort(msg, wave=index, failed=dict.fromkeys(nodes, reason))
     by_name = session.nodes_by_name()
-    for n in wave["nodes"]:
-        if n in by_name:
-            session.untaint(by_name[n])
+    session.each([by_name[n] for n in wave["nodes"] if n in by_name], session.untaint)
     wave["status"] = WAVE_PROVEN
     wave["finished"] = utc_now(session.clock)
     wave.pop("waits", None)
@@ -256,16 +264,16 @@ def abort(session, record, index, failed, reason):
     by_name = session.nodes_by_name()
     stamp = utc_now(session.clock)
     target = (record.get("target") or {}).get("driver_version")
-    for n in wave["nodes"]:
-        node = by_name.get(n)
-        if node is None:
-            continue
+
+    def hold(node):
         session.taint(node, wave["name"])
-        if n in failed:
-            text = "%s %s: %s" % (stamp, wave["name"], failed[n])
+        if name_of(node) in failed:
+            text = "%s %s: %s" % (stamp, wave["name"], failed[name_of(node)])
             session.annotate_node(node, {FAILED_ANNOTATION: text[:1000]}, "record why the canary upgrade failed")
         if node_progress(node, target)[0] == NOT_STARTED:
             session.label_node(node, {UPGRADE_SKIP_LABEL: "true"}, "hold the upgrade after the abort")
+
+    session.each([by_name[n] for n in wave["nodes"] if n in by_name], hold)
     wave["status"] = WAVE_FAILED
     wave["reason"] = reason[:2000]
     wave["finished"] = stamp
