@@ -11,8 +11,8 @@
   prepare, then per wave ``run_wave`` (taint, release, wait, cluster-side proof) and ``finish_wave``; waves
   ``[canary, *--waves]``. Printed as ``canary / floor``; the extra is the waves' serialisation, the proof and the
   waiting. Each phase is printed with its seconds and API requests: plan, prepare, and per wave ``take`` (taint,
-  release), ``upgrade`` (waiting for the controller), ``operands`` (renewing held operand pods), ``proof`` and
-  ``finish``.
+  release), ``upgrade`` (waiting for the controller), ``proof`` (its reads, renewing held operand pods, the
+  cluster-side proof) and ``finish``.
 * abort latency: a new target with ``upgrade-failed`` injected on a canary node; from the moment a watcher sees
   the node enter ``upgrade-failed`` to the moment ``run_wave`` raises ``CanaryAbort`` (after its abort writes).
   Printed against ``--poll`` (one poll is the expected latency).
@@ -213,8 +213,8 @@ def canary_run(bed, version, canary, waves, poll):
     ``run_wave`` (``take``: taint and release)."""
     c = Canary(bed.client, poll=poll)
     phases = Phases(bed.client)
-    saved = {name: getattr(wave_step, name) for name in ("wait_upgraded", "roll_operands", "prove")}
-    for name, label in (("wait_upgraded", "upgrade"), ("roll_operands", "operands"), ("prove", "proof")):
+    saved = {name: getattr(wave_step, name) for name in ("wait_upgraded", "prove_wave")}
+    for name, label in (("wait_upgraded", "upgrade"), ("prove_wave", "proof")):
         setattr(wave_step, name, phases.wrap(label, saved[name]))
     t0 = time.monotonic()
     try:

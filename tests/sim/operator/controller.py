@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import logging
@@ -15,6 +14,7 @@ from kubernetes.client.rest import ApiException
 
 from . import logic as L
 from .dra import GpuClusterReconciler
+from .events import EventRecorder
 from .informer import Informer
 
 log = logging.getLogger("sim.operator")
@@ -26,10 +26,6 @@ NNR_LABEL = "sim.gpuops.io/node-not-ready"
 # A fault on the ClusterPolicy (sim.gpuops.io/fault): the operator lags, leaving a new generation unobserved (no pass
 # runs for it, so status and operands stay as they were) until the annotation goes.
 LAG_FAULT = "observed-generation-lag"
-
-
-def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def retry(fn, *a, tries: int = 4, **kw):
@@ -60,6 +56,7 @@ class Controller:
         self.stuck_logged: set = set()
         self.pod_faulted: dict[str, str] = {}  # pod key → fault applied
         self.events_sent: set = set()
+        self.recorder = EventRecorder(self.core)
         self.mig_pending_since: dict[str, float] = {}
         self.last_node_not_ready: dict[str, float] = {}
         self.observed: dict[tuple, int] = {}  # (plural, uid) → generation last written as observedGeneration
@@ -322,7 +319,7 @@ class Controller:
 
     def _break_pod(self, pod: dict, mode: str, fault: str, kernel: str) -> None:
         md = pod["metadata"]
-        t = now_iso()
+        t = L.now_iso()
         containers = pod["spec"].get("containers") or []
         statuses = []
         for c in containers:
@@ -412,7 +409,7 @@ class Controller:
             and time.monotonic() - self.last_node_not_ready.get(nname, 0) > 1
         ):
             self.last_node_not_ready[nname] = time.monotonic()
-            t = now_iso()
+            t = L.now_iso()
             self._patch_node_status(
                 node,
                 {
@@ -820,7 +817,7 @@ class Controller:
         the API server prunes whichever the object's CRD does not carry)."""
         old = obj.get("status") or {}
         gen = generation(obj)
-        conds = L.condition_set(state, reason, msg, now_iso(), old.get("conditions"))
+        conds = L.condition_set(state, reason, msg, L.now_iso(), old.get("conditions"))
         if ready_override is False:
             conds = old.get("conditions") or []
         conds = [dict(c, observedGeneration=gen) for c in conds]
@@ -849,33 +846,7 @@ class Controller:
         self._event(obj, kind, ns, reason, msg, typ)
 
     def _event(self, obj, kind, ns, reason, msg, typ) -> None:
-        md = obj["metadata"]
-        t = now_iso()
-        evns = ns or "default"
-        body = {
-            "metadata": {"generateName": f"{md['name']}.", "namespace": evns},
-            "involvedObject": {
-                "kind": kind,
-                "name": md["name"],
-                "namespace": ns or None,
-                "uid": md.get("uid"),
-                "apiVersion": "v1",
-            },
-            "reason": reason,
-            "message": msg,
-            "type": typ,
-            "count": 1,
-            "firstTimestamp": t,
-            "lastTimestamp": t,
-            "source": {
-                "component": "gpu-operator" if kind == "Node" else "kubelet",
-                **({"host": (obj.get("spec") or {}).get("nodeName")} if kind == "Pod" else {}),
-            },
-        }
-        try:
-            self.core.create_namespaced_event(evns, body)
-        except ApiException as exc:
-            log.debug("event: %s", exc.reason)
+        self.recorder.record(obj, kind, ns, reason, msg, typ)
 
 
 # ---------------------------------------------------------------------------------------------- builders

@@ -10,7 +10,6 @@ DaemonSets. The node side (claims prepared for pods) is tests/sim/operator/dra_k
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import logging
@@ -221,7 +220,7 @@ class GpuClusterReconciler:
     def _crash(self, pod: dict) -> None:
         md = pod["metadata"]
         try:
-            self.ctl.core.patch_namespaced_pod_status(md["name"], md["namespace"], crash_loop_status(pod, now_iso()))
+            self.ctl.core.patch_namespaced_pod_status(md["name"], md["namespace"], crash_loop_status(pod, L.now_iso()))
             self.ctl.core.patch_namespaced_pod(
                 md["name"], md["namespace"], {"metadata": {"annotations": {L.SIM + "faulted": "dra-plugin-crashloop"}}}
             )
@@ -299,10 +298,6 @@ class GpuClusterReconciler:
 
 
 # ---------------------------------------------------------------------------------------------- builders
-
-
-def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def crash_loop_status(pod: dict, t: str) -> dict:

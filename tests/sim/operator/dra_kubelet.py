@@ -11,7 +11,6 @@ FailedPrepareDynamicResources event worded as the kubelet words it.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 from pathlib import Path
@@ -19,13 +18,10 @@ from pathlib import Path
 from kubernetes.client.rest import ApiException
 
 from . import dra_devices as D
+from . import logic as L
 
 log = logging.getLogger("sim.operator.dra")
 STARTED = "PodReadyToStartContainers"
-
-
-def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def key(obj: dict) -> str:
@@ -112,7 +108,7 @@ class DraKubeletPlugin:
 
     def _start(self, pod: dict) -> None:
         md = pod["metadata"]
-        body = {"status": {"conditions": [{"type": STARTED, "status": "True", "lastTransitionTime": now_iso()}]}}
+        body = {"status": {"conditions": [{"type": STARTED, "status": "True", "lastTransitionTime": L.now_iso()}]}}
         try:
             self.ctl.core.patch_namespaced_pod_status(md["name"], md["namespace"], body)
             self.failed.discard(md.get("uid"))
@@ -124,7 +120,7 @@ class DraKubeletPlugin:
         md = pod["metadata"]
         if md.get("uid") in self.failed:
             return
-        t = now_iso()
+        t = L.now_iso()
         waiting = [
             {
                 "name": c["name"],

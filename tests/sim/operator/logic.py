@@ -5,6 +5,7 @@ Objects are plain dicts as the Kubernetes API returns them (camelCase keys).
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import math
@@ -147,6 +148,11 @@ COMPUTE = {
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+
+
+def now_iso() -> str:
+    """Now, as the API server writes timestamps (``2026-12-03T10:00:00Z``)."""
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def labels(obj: dict) -> dict:

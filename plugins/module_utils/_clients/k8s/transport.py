@@ -53,7 +53,8 @@ class Transport:
 
     @staticmethod
     def _make_pool(cfg):
-        kwargs = {"num_pools": 4, "maxsize": 8, "retries": False}
+        # up to 16 connections per server: the canary writes 16 nodes at once (``canary.session.WRITERS``)
+        kwargs = {"num_pools": 4, "maxsize": 16, "retries": False}
         if cfg.verify_ssl:
             kwargs["cert_reqs"] = ssl.CERT_REQUIRED
             if cfg.ssl_ca_cert:

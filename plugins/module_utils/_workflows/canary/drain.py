@@ -126,11 +126,12 @@ def _operand_pods(daemonsets, pods, members):
             yield ds, pod, node, want, [c.get("image") for c in (pod.get("spec") or {}).get("containers") or []]
 
 
-def roll_operands(session, members, renewed):
-    """Delete the operand pods on ``members`` whose images differ from their held DaemonSet's template; the
-    DaemonSet controller recreates them. ``renewed`` (``{node: [DaemonSet]}``) gains each; returns the pods."""
+def roll_operands(session, members, renewed, daemonsets, pods):
+    """Delete the operand pods on ``members`` (of the operator's ``pods``) whose images differ from their held
+    DaemonSet's template (of ``daemonsets``); the DaemonSet controller recreates them. ``renewed`` (``{node:
+    [DaemonSet]}``) gains each; returns the pods."""
     out = []
-    for ds, pod, node, want, have in _operand_pods(session.daemonsets(), session.operator_pods(), set(members)):
+    for ds, pod, node, want, have in _operand_pods(daemonsets, pods, set(members)):
         if have == want:
             continue
         name = name_of(pod)

@@ -51,11 +51,13 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
 def _release(session, node):
     """Clear the node's failure: the annotation, and an upgrade-failed state relabelled upgrade-required."""
     n = name_of(node)
-    if FAILED_ANNOTATION in annotations_of(node):
-        session.annotate_node(node, {FAILED_ANNOTATION: None}, "clear the failure (rollback)")
-    if labels_of(node).get(UPGRADE_STATE_LABEL) != "upgrade-failed":
+    failed = labels_of(node).get(UPGRADE_STATE_LABEL) == "upgrade-failed"
+    metadata = [("annotations", {FAILED_ANNOTATION: None}, "clear the failure (rollback)")]
+    if failed:
+        metadata.append(("labels", {UPGRADE_STATE_LABEL: "upgrade-required"}, "retry towards the old driver"))
+    session.update_node(node, metadata)
+    if not failed:
         return
-    session.label_node(node, {UPGRADE_STATE_LABEL: "upgrade-required"}, "retry towards the old driver")
     # the controller cordoned it for the failed upgrade; with the old driver still in place it may not walk the
     # states again, so restore the cordon state it recorded before its first cordon
     initial = annotations_of(node).get(INITIAL_UNSCHEDULABLE_ANNOTATION)

@@ -53,7 +53,7 @@ WATCH_GAP = 0.1
 FIELD_MANAGER = "gpuops-canary-upgrade"
 #: How many nodes' writes :meth:`CanarySession.each` makes at once (the API server's default in-flight limit for
 #: mutations is 200; the upgrade controller itself patches nodes a few at a time).
-WRITERS = 8
+WRITERS = 16
 
 
 def utc_now(clock=time.time):
@@ -154,10 +154,21 @@ class CanarySession:
             "/apis/policy/v1/poddisruptionbudgets", page_size=self.page_size, what="list poddisruptionbudgets"
         )[0]
 
-    def node_events(self):
+    def node_warnings(self):
+        """The Warning events of nodes (an Xid is one; the upgrade controller's own Normal events, thousands after
+        a large upgrade, are left on the server)."""
         return self.client.list_core(
-            "events", namespace="default", field_selector="involvedObject.kind=Node", page_size=self.page_size
+            "events",
+            namespace="default",
+            field_selector="involvedObject.kind=Node,type=Warning",
+            page_size=self.page_size,
         )
+
+    def read_all(self, reads):
+        """``{name: read()}`` for the ``reads`` (``{name: callable}``), made at once; the first error is raised."""
+        with ThreadPoolExecutor(max_workers=len(reads)) as pool:
+            futures = {name: pool.submit(read) for name, read in reads.items()}
+        return {name: future.result() for name, future in futures.items()}
 
     def cluster_policy(self):
         """The ClusterPolicy in use (``_clients.operator_names.cluster_policy_in_use``), or None."""
@@ -331,48 +342,55 @@ class CanarySession:
 
     def label_node(self, node, labels, why):
         """Set (or, with None, remove) the node's ``labels`` it does not have yet; True if any."""
-        return self._patch_metadata(node, "labels", labels_of(node), labels, why)
+        return self.update_node(node, [("labels", labels, why)])
 
     def annotate_node(self, node, annotations, why):
         """Set (or, with None, remove) the node's ``annotations`` it does not have yet; True if any."""
-        return self._patch_metadata(node, "annotations", annotations_of(node), annotations, why)
+        return self.update_node(node, [("annotations", annotations, why)])
 
-    def _patch_metadata(self, node, field, have, values, why):
-        want = {k: v for k, v in values.items() if have.get(k) != v}
-        if not want:
-            return False
-        self.write("node %s: %s" % (name_of(node), why), "PATCH", node_path(name_of(node)), {"metadata": {field: want}})
-        return True
-
-    def taint(self, node, value):
-        """Add the canary taint with ``value`` (the wave's name); True if the node did not have it."""
-        return self._set_taint(node, True, value)
+    def taint(self, node, value, metadata=()):
+        """Add the canary taint with ``value`` (the wave's name), with the ``metadata`` changes in the same write
+        (see :meth:`update_node`); True if anything changed."""
+        return self.update_node(node, metadata, taint=value)
 
     def untaint(self, node):
         """Remove the canary taint; True if the node had it."""
-        return self._set_taint(node, False)
+        return self.update_node(node, (), taint=False)
 
-    def _set_taint(self, node, add, value=None, attempts=5):
-        """Add or remove the canary taint; on a conflict (HTTP 409: the node changed meanwhile, e.g. the operator
-        labelled it) re-reads the node and tries again, ``attempts`` times in all."""
-        spec = node.get("spec") or {}
-        if add:
-            taints, changed = taints_with(spec.get("taints"), self.taint_key, self.taint_effect, value)
-        else:
-            taints, changed = taints_without(spec.get("taints"), self.taint_key, self.taint_effect)
-        if not changed:
+    def update_node(self, node, metadata, taint=None, attempts=5):
+        """One PATCH of the node, when it changes anything: ``metadata`` ``[(field, {key: value, or None to
+        remove}, why)]`` (field ``labels`` or ``annotations``) for the keys the node does not have so yet, and with
+        ``taint`` the canary taint added with that value (False: removed). True if anything changed.
+
+        A taint change replaces the node's taint list, so it is made on the node's resourceVersion; on a conflict
+        (HTTP 409: the node changed meanwhile, e.g. the operator labelled it) the node is read again and the change
+        tried again, ``attempts`` times in all."""
+        body, whys = {"metadata": {}}, []
+        if taint is not None:
+            taints = (node.get("spec") or {}).get("taints")
+            if taint is False:
+                taints, changed = taints_without(taints, self.taint_key, self.taint_effect)
+            else:
+                taints, changed = taints_with(taints, self.taint_key, self.taint_effect, taint)
+            if changed:
+                verb = "remove" if taint is False else "add"
+                whys.append("%s taint %s:%s" % (verb, self.taint_key, self.taint_effect))
+                body["metadata"]["resourceVersion"] = meta_of(node).get("resourceVersion")
+                body["spec"] = {"taints": taints or None}
+        have = {"labels": labels_of(node), "annotations": annotations_of(node)}
+        for field, values, why in metadata:
+            want = {k: v for k, v in values.items() if have[field].get(k) != v}
+            if want:
+                body["metadata"].setdefault(field, {}).update(want)
+                whys.append(why)
+        if not whys:
             return False
         name = name_of(node)
-        why = "%s taint %s:%s" % ("add" if add else "remove", self.taint_key, self.taint_effect)
-        body = {
-            "metadata": {"resourceVersion": meta_of(node).get("resourceVersion")},
-            "spec": {"taints": taints or None},
-        }
         try:
-            self.write("node %s: %s" % (name, why), "PATCH", node_path(name), body)
+            self.write("node %s: %s" % (name, "; ".join(whys)), "PATCH", node_path(name), body)
         except K8sError as exc:
             if exc.status != 409 or attempts <= 1:
                 raise
             fresh = self.client.get(node_path(name), what="read node %s" % name)
-            return self._set_taint(fresh, add, value, attempts - 1)
+            return self.update_node(fresh, metadata, taint, attempts - 1)
         return True

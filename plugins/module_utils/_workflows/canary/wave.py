@@ -68,6 +68,9 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
     utc_now,
 )
 
+#: What the removal of a node's skip label says in the changes.
+RELEASE = "release the driver upgrade (remove skip label)"
+
 
 def _start(session, record, wave):
     """Mark the wave upgrading (and the run in progress) in the record."""
@@ -86,18 +89,31 @@ def _fail(session, record, wave, failed, what):
     raise CanaryAbort(msg, wave=wave["index"], failed=failed)
 
 
-def _take(session, wave, members, by_name):
-    """Taint the wave's nodes; a node this run left failed is retried (the operator's documented retry: relabel
-    upgrade-required)."""
+def _take(session, wave, members, by_name, released):
+    """Taint the wave's nodes, releasing the ``released`` ones in the same write; a node this run left failed is
+    retried (the operator's documented retry: relabel upgrade-required)."""
 
     def take(node):
-        session.taint(node, wave["name"])
+        metadata = []
         if FAILED_ANNOTATION in annotations_of(node):
-            session.annotate_node(node, {FAILED_ANNOTATION: None}, "clear the earlier failure (retry)")
+            metadata.append(("annotations", {FAILED_ANNOTATION: None}, "clear the earlier failure (retry)"))
             if labels_of(node).get(UPGRADE_STATE_LABEL) == "upgrade-failed":
-                session.label_node(node, {UPGRADE_STATE_LABEL: "upgrade-required"}, "retry the driver upgrade")
+                metadata.append(("labels", {UPGRADE_STATE_LABEL: "upgrade-required"}, "retry the driver upgrade"))
+        if name_of(node) in released:
+            metadata.append(("labels", {UPGRADE_SKIP_LABEL: None}, RELEASE))
+        session.taint(node, wave["name"], metadata)
 
     session.each([by_name[n] for n in members], take)
+
+
+def _moving(record, wave, members, opts):
+    """The members whose GPU workloads are moved (or waited for) between their taint and their release: none when
+    the wave was released before (a resumed run) or the policy leaves them and waits for none, and never a node
+    whose driver restarts in place."""
+    if wave.get("released") or (opts.get("policy", "evict") == "none" and not opts.get("wait_selector")):
+        return []
+    in_place = set(record.get("in_place") or ())
+    return [n for n in members if n not in in_place]
 
 
 def _move_workloads(session, record, wave, members, opts):
@@ -119,13 +135,10 @@ def _move_workloads(session, record, wave, members, opts):
     return evicted
 
 
-def _release_labels(session, record, wave, members, by_name):
-    """Remove the wave's skip labels (again after a resumed run's prepare) and record the release once."""
+def _release_labels(session, record, wave, moving, by_name):
+    """Remove the skip labels of the nodes whose workloads were moved, and record the wave's release once."""
     session.each(
-        [by_name[n] for n in members],
-        lambda node: session.label_node(
-            node, {UPGRADE_SKIP_LABEL: None}, "release the driver upgrade (remove skip label)"
-        ),
+        [by_name[n] for n in moving], lambda node: session.label_node(node, {UPGRADE_SKIP_LABEL: None}, RELEASE)
     )
     if not session.check_mode and not wave.get("released"):
         wave["released"] = utc_now(session.clock)
@@ -147,12 +160,13 @@ def run_wave(session, record, index, opts):
     _start(session, record, wave)
     by_name = session.nodes_by_name()
     members = [n for n in wave["nodes"] if n in by_name]
-    _take(session, wave, members, by_name)
+    moving = _moving(record, wave, members, opts)
+    _take(session, wave, members, by_name, set(members) - set(moving))
     result = {"wave": wave, "nodes": {}, "evicted": [], "operands_renewed": [], "skipped": False}
     try:
-        if not wave.get("released"):
+        if moving:
             result["evicted"] = _move_workloads(session, record, wave, members, opts)
-        _release_labels(session, record, wave, members, by_name)
+        _release_labels(session, record, wave, moving, by_name)
         if session.check_mode:
             return result
         target = opts.get("driver_version") or (record.get("target") or {}).get("driver_version")
@@ -163,8 +177,7 @@ def run_wave(session, record, index, opts):
         result["progress"] = progress
         if failed:
             _fail(session, record, wave, failed, "failed")
-        result["operands_renewed"] = roll_operands(session, members, wave.setdefault("renewed", {}))
-        failed, result["nodes"] = prove(session, wave, members, target, opts)
+        result["operands_renewed"], failed, result["nodes"] = prove_wave(session, wave, members, target, opts)
         if failed:
             _fail(session, record, wave, failed, "failed its proof")
     except Pause as pause:
@@ -175,21 +188,45 @@ def run_wave(session, record, index, opts):
     return result
 
 
-def prove(session, wave, members, target, opts):
+def prove_wave(session, wave, members, target, opts):
+    """After the upgrade: renew the members' held operands (``drain.roll_operands``), then :func:`prove` them, from
+    the reads that decided the renewal when it renewed nothing; returns ``(renewed pods, failed, views)``."""
+    reads = proof_reads(session)
+    renewed = roll_operands(session, members, wave.setdefault("renewed", {}), reads["daemonsets"], reads["pods"])
+    failed, views = prove(session, wave, members, target, opts, None if renewed else reads)
+    return renewed, failed, views
+
+
+def proof_reads(session):
+    """What a proof reads, all at once: the nodes (by name), the operator's DaemonSets and pods, the nodes' Warning
+    events."""
+    return session.read_all(
+        {
+            "nodes": session.nodes_by_name,
+            "daemonsets": session.daemonsets,
+            "pods": session.operator_pods,
+            "warnings": session.node_warnings,
+        }
+    )
+
+
+def prove(session, wave, members, target, opts, settled=None):
     """Cluster-side proof of the members (labels, allocatable, validator and operands with their versions, no new
     Xid, DCGM); returns ``(failed {node: why}, views {node: summary})``. Waits up to ``proof_timeout`` for operands
     to settle; a new Xid fails at once. Each check reads for all members at once: one LIST each of the nodes, the
-    operator's pods and DaemonSets and the node Events, and one DCGM scrape."""
+    operator's pods and DaemonSets and the nodes' Warning events (:func:`proof_reads`, made at once), and one DCGM
+    scrape. ``settled``: such reads just made, when no operand pod was renewed since: a proof they decide reads
+    nothing again."""
     timer = session.timer(wave, "proof")
     timeout = opts.get("proof_timeout", 180)
     views, failed = {}, {}
 
-    def check():
-        nodes = session.nodes_by_name()
-        pods = session.operator_pods()
+    def check(reads=None):
+        reads = reads or proof_reads(session)
+        nodes, pods = reads["nodes"], reads["pods"]
         by_node, _unscheduled = operands_by_node(pods)
-        versions = operand_versions(session.daemonsets(), pods, members, wave.get("renewed"))
-        xids_of = xid_events_by_node(session.node_events(), wave["started"])
+        versions = operand_versions(reads["daemonsets"], pods, members, wave.get("renewed"))
+        xids_of = xid_events_by_node(reads["warnings"], wave["started"])
         dcgm = dcgm_xid_by_node(opts["fetch"](opts["dcgm_url"])) if opts.get("dcgm_url") and opts.get("fetch") else {}
         failed.clear()
         hard = False
@@ -217,7 +254,8 @@ def prove(session, wave, members, target, opts):
         details = ["%s: %s" % item for item in sorted(failed.items())]
         return report(wave["name"] + " proof", session.clock() - timer["since"], timeout, head, details)
 
-    session.wait(timer["since"] + timeout, check, progress, about(members))
+    if not (settled and check(settled)[0]):
+        session.wait(timer["since"] + timeout, check, progress, about(members))
     return dict(failed), views
 
 
@@ -266,12 +304,13 @@ def abort(session, record, index, failed, reason):
     target = (record.get("target") or {}).get("driver_version")
 
     def hold(node):
-        session.taint(node, wave["name"])
+        metadata = []
         if name_of(node) in failed:
             text = "%s %s: %s" % (stamp, wave["name"], failed[name_of(node)])
-            session.annotate_node(node, {FAILED_ANNOTATION: text[:1000]}, "record why the canary upgrade failed")
+            metadata.append(("annotations", {FAILED_ANNOTATION: text[:1000]}, "record why the canary upgrade failed"))
         if node_progress(node, target)[0] == NOT_STARTED:
-            session.label_node(node, {UPGRADE_SKIP_LABEL: "true"}, "hold the upgrade after the abort")
+            metadata.append(("labels", {UPGRADE_SKIP_LABEL: "true"}, "hold the upgrade after the abort"))
+        session.taint(node, wave["name"], metadata)
 
     session.each([by_name[n] for n in wave["nodes"] if n in by_name], hold)
     wave["status"] = WAVE_FAILED
