@@ -467,22 +467,25 @@ def test_an_empty_canary_pool_and_unknown_canary_nodes_are_errors_naming_the_fix
         canary(api).plan("610.1", None, [], "gpuops.io/canary=true", ["100%"])
 
 
+def held_validator(image):
+    """The validator's operand DaemonSet held (``OnDelete``), its template at ``image``."""
+    return {
+        "metadata": {"name": "nvidia-operator-validator"},
+        "spec": {
+            "updateStrategy": {"type": "OnDelete"},
+            "selector": {"matchLabels": {"app": "nvidia-operator-validator"}},
+            "template": {
+                "metadata": {"labels": {"app": "nvidia-operator-validator"}},
+                "spec": {"containers": [{"image": image}]},
+            },
+        },
+    }
+
+
 def test_held_operands_switch_to_on_delete_are_renewed_per_wave_and_the_strategy_is_restored():
     api = FakeAPI(NAMES)
     api.cp["spec"]["daemonsets"]["updateStrategy"] = "RollingUpdate"
-    api.daemonsets = [
-        {
-            "metadata": {"name": "nvidia-operator-validator"},
-            "spec": {
-                "updateStrategy": {"type": "OnDelete"},
-                "selector": {"matchLabels": {"app": "nvidia-operator-validator"}},
-                "template": {
-                    "metadata": {"labels": {"app": "nvidia-operator-validator"}},
-                    "spec": {"containers": [{"image": "validator:v2"}]},
-                },
-            },
-        }
-    ]
+    api.daemonsets = [held_validator("validator:v2")]
     c = canary(api)
     _plan, rec, nodes, cp = planned(api, c)
     c.prepare(rec, nodes, cp, {}, hold_operands=True)

@@ -5,7 +5,7 @@ wave changes on one node is one write, unless its GPU workloads have to move bet
 import threading
 
 import pytest
-from test_canary import NAMES, SKIP, FakeAPI, canary, planned
+from test_canary import NAMES, SKIP, FakeAPI, canary, held_validator, planned
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.session import (
@@ -177,19 +177,7 @@ def test_a_wave_whose_operands_need_no_renewal_is_proven_from_the_operand_read_i
 def test_a_proof_the_operand_read_cannot_decide_reads_the_pods_again():
     api = CountingAPI(NAMES)
     api.operand_images["a-0"] = "validator:v1"
-    api.daemonsets = [
-        {
-            "metadata": {"name": "nvidia-operator-validator"},
-            "spec": {
-                "updateStrategy": {"type": "OnDelete"},
-                "selector": {"matchLabels": {"app": "nvidia-operator-validator"}},
-                "template": {
-                    "metadata": {"labels": {"app": "nvidia-operator-validator"}},
-                    "spec": {"containers": [{"image": "validator:v2"}]},
-                },
-            },
-        }
-    ]
+    api.daemonsets = [held_validator("validator:v2")]
     c = canary(api)
     _plan, rec, nodes, cp = planned(api, c)
     c.prepare(rec, nodes, cp, {})
