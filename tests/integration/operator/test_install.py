@@ -31,7 +31,14 @@ def test_the_policy_registers_the_nvidia_runtime_class(gpu_operator):
 
     op = gpu_operator
     op.wait_healthy(timeout=30)
-    rc = client.NodeV1Api(op.api).read_runtime_class("nvidia")
+    node_api = client.NodeV1Api(op.api)
+
+    def registered():
+        """The RuntimeClass, once there: after an earlier module's policy was uninstalled, the garbage collector may
+        delete its copy just before this policy's next reconcile pass registers it anew."""
+        return next((rc for rc in node_api.list_runtime_class().items if rc.metadata.name == "nvidia"), None)
+
+    rc = wait_for(registered, 15, what="RuntimeClass nvidia")
     assert rc.handler == "nvidia"
     assert [o.kind for o in rc.metadata.owner_references] == ["ClusterPolicy"]
 
