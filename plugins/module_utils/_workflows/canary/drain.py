@@ -50,12 +50,12 @@ def evict(session, pod):
     return True
 
 
-def handle_workloads(session, wave, policy, wait_selector, timeout, timer, in_place=()):
+def handle_workloads(session, wave, nodes, policy, wait_selector, timeout, timer):
     """Wait for the waitForCompletion pods, then evict (``evict``), wait for (``wait``) or leave (``none``) the
-    other GPU pods of the wave's nodes but those whose driver restarts ``in_place`` (the operator keeps their
-    workloads running); returns the evicted pods. CanaryAbort when some are still there ``timeout`` seconds after
-    ``timer["since"]``."""
-    members = set(wave["nodes"]) - set(in_place)
+    other GPU pods of the wave's ``nodes`` (the caller leaves out those whose driver restarts in place: the
+    operator keeps their workloads running); returns the evicted pods. CanaryAbort when some are still there
+    ``timeout`` seconds after ``timer["since"]``."""
+    members = set(nodes)
     terms = parse_selector(wait_selector)
     deadline = timer["since"] + timeout
     evicted, still = [], {}
@@ -83,8 +83,6 @@ def handle_workloads(session, wave, policy, wait_selector, timeout, timer, in_pl
         head = "%d GPU pod(s) still on the wave's nodes" % len(still)
         return report(wave["name"] + " workloads", session.clock() - timer["since"], timeout, head, details)
 
-    if policy == "none" and not terms:
-        return evicted
     if session.check_mode:
         check()  # records the evictions it would make
         return evicted

@@ -116,18 +116,18 @@ def _moving(record, wave, members, opts):
     return [n for n in members if n not in in_place]
 
 
-def _move_workloads(session, record, wave, members, opts):
-    """Move the GPU workloads off the wave's nodes whose driver does not restart in place (aborting the wave when
-    they do not go); returns the evicted pods."""
+def _move_workloads(session, record, wave, members, moving, opts):
+    """Move the GPU workloads off the ``moving`` nodes (see :func:`_moving`), aborting the wave when they do not
+    go; returns the evicted pods."""
     try:
         evicted = handle_workloads(
             session,
             wave,
+            moving,
             opts.get("policy", "evict"),
             opts.get("wait_selector") or "",
             opts.get("eviction_timeout", 600),
             session.timer(wave, "workloads"),
-            record.get("in_place") or (),
         )
     except CanaryAbort as exc:
         abort(session, record, wave["index"], dict.fromkeys(members, exc.msg), exc.msg)
@@ -165,7 +165,7 @@ def run_wave(session, record, index, opts):
     result = {"wave": wave, "nodes": {}, "evicted": [], "operands_renewed": [], "skipped": False}
     try:
         if moving:
-            result["evicted"] = _move_workloads(session, record, wave, members, opts)
+            result["evicted"] = _move_workloads(session, record, wave, members, moving, opts)
         _release_labels(session, record, wave, moving, by_name)
         if session.check_mode:
             return result
