@@ -350,7 +350,6 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args imp
     KUBECONFIG_ARG_SPEC,
     OPERATOR_NAMES_ARG_SPEC,
     QUARANTINE_ARG_SPEC,
-    check_minimums,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
 
@@ -388,7 +387,6 @@ def gather(
 
 
 def execute_module(module):
-    check_minimums(module.params, {"page_size": 1})
     client = module_client(module)
     result = gather(
         client,

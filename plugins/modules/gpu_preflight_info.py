@@ -173,7 +173,6 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s i
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import (
     KUBECONFIG_ARG_SPEC,
     OPERATOR_NAMES_ARG_SPEC,
-    check_minimums,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.preflight import SECTIONS, gather
@@ -224,7 +223,6 @@ def reviewer(configuration):
 
 
 def execute_module(module):
-    check_minimums(module.params, {"page_size": 1})
     client = module_client(module)
     result = gather(
         client,

@@ -307,13 +307,11 @@ api_requests:
   type: int
 """
 
-import signal
-
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import (
     KUBERNETES,
     module_client,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC, check_minimums
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import KUBECONFIG_ARG_SPEC
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.smoke import (
@@ -370,14 +368,7 @@ def argspec():
 
 
 def _check_params(p):
-    check_minimums(p, {"concurrency": 1, "timeout": 1, "schedule_timeout": 1})
-    if p["poll_interval"] <= 0:
-        raise SmokeError("poll_interval must be greater than 0, got %s" % p["poll_interval"])
     gpus_for({}, p["gpus"])  # a positive integer or all
-
-
-def _terminate(signum, frame):  # Ansible's timeout and Ctrl-C end the module with SIGTERM/SIGINT: clean up first
-    raise KeyboardInterrupt("signal %d" % signum)
 
 
 def execute_module(module, client=None):
@@ -446,14 +437,9 @@ def execute_module(module, client=None):
             run_id=run.run_id,
             api_requests=client.requests,
         )
-    previous = {sig: signal.signal(sig, _terminate) for sig in (signal.SIGTERM,)}
-    try:
-        if p["sweep"]:
-            run.sweep()
-        results = run.run(selected)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    if p["sweep"]:
+        run.sweep()
+    results = run.run(selected)  # SIGTERM/SIGINT raise KeyboardInterrupt here (run_module): the run deletes its pods
     return dict(
         changed=bool(run.swept),
         nodes=results,

@@ -260,7 +260,6 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s i
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import (
     KUBECONFIG_ARG_SPEC,
     OPERATOR_NAMES_ARG_SPEC,
-    check_minimums,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers import merged_routes
@@ -291,10 +290,8 @@ def target_of(params):
     if node:
         return {"kind": "node", "namespace": None, "name": node}, None
     if pod:
-        if "/" in pod:
+        if "/" in pod:  # NAMESPACE/NAME, its form checked by the input rules (_core.inputs)
             ns, _sep, name = pod.partition("/")
-            if not ns or not name or "/" in name:
-                return None, "pod must be NAME or NAMESPACE/NAME, got %r" % pod
             if namespace and namespace != ns:
                 return None, "pod %r names namespace %s but namespace is %s; give one of them" % (pod, ns, namespace)
             return {"kind": "pod", "namespace": ns, "name": name}, None
@@ -306,7 +303,6 @@ def target_of(params):
 
 def execute_module(module):
     params = module.params
-    check_minimums(params, {"page_size": 1, "log_lines": 1, "max_logs": 0})
     routes = merged_routes(params["routes"])  # a bad route fails before any request
     target, error = target_of(params)
     if error:

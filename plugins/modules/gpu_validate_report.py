@@ -184,7 +184,6 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args imp
     KUBECONFIG_ARG_SPEC,
     OPERATOR_NAMES_ARG_SPEC,
     QUARANTINE_ARG_SPEC,
-    check_minimums,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.html import JINJA2
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
@@ -223,7 +222,6 @@ def argspec():
 
 
 def execute_module(module):
-    check_minimums(module.params, {"page_size": 1, "console_limit": 0})
     client = module_client(module)
     now = datetime.datetime.now(datetime.timezone.utc)
     result = validate(client, module, module.params, now.strftime("%Y-%m-%dT%H:%M:%SZ"), now.strftime("%Y-%m-%d"))

@@ -37,6 +37,7 @@ class Testbed:
     profile: str
     kubeconfig: str
     sa_kubeconfig: str
+    day2_kubeconfig: str
     audit_log: str
     chart_repo_url: str
     helm: str
@@ -118,6 +119,7 @@ def _from_state(state_dir: Path, owned: bool) -> Testbed:
         profile=d["profile"],
         kubeconfig=d["kubeconfig"],
         sa_kubeconfig=d["sa_kubeconfig"],
+        day2_kubeconfig=d["day2_kubeconfig"],
         audit_log=d["audit_log"],
         chart_repo_url=d["chart_repo_url"],
         helm=d["helm"],

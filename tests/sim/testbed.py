@@ -39,7 +39,8 @@ BIN_DIR = Path(os.environ.get("GPUOPS_BIN") or CACHE / "bin").expanduser()
 DEFAULT_STATE = Path(os.environ.get("GPUOPS_STATE") or CACHE / "testbed").expanduser()
 
 SA_NAMESPACE = "gpuops-system"
-SA_NAME = "gpuops-automation"
+SA_NAME = "gpuops-automation"  # the installer identity of docs/rbac.yml (cluster-admin-equivalent, documented)
+DAY2_SA_NAME = "gpuops-day2"  # the day-2 identity: validate, triage, audit, canary status, smoke
 SA_TOKEN_SECONDS = 5 * 365 * 24 * 3600
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "helm", "helm3")
 # Start order; down stops in reverse.
@@ -363,17 +364,13 @@ def _rbac_docs() -> list[dict]:
     return [d for d in yaml.safe_load_all(RBAC_FILE.read_text()) if d]
 
 
-def _least_privilege(api, state: State) -> str:
-    """ServiceAccount gpuops-system/gpuops-automation bound to docs/rbac.yml's ClusterRole; returns a token."""
+def _apply_rbac(api, state: State) -> None:
+    """Apply docs/rbac.yml as it is: its namespaces, ServiceAccounts, roles and bindings (roles replaced when they
+    exist, so an edited file takes effect on a running bed)."""
     from kubernetes import client, utils
     from kubernetes.client.rest import ApiException
 
-    core = client.CoreV1Api(api)
     rbac = client.RbacAuthorizationV1Api(api)
-    with contextlib.suppress(ApiException):
-        core.create_namespace({"metadata": {"name": SA_NAMESPACE}})
-    with contextlib.suppress(ApiException):
-        core.create_namespaced_service_account(SA_NAMESPACE, {"metadata": {"name": SA_NAME}})
     roles = []
     for d in _rbac_docs():
         if d.get("kind") == "ClusterRole":
@@ -384,21 +381,22 @@ def _least_privilege(api, state: State) -> str:
                 if exc.status != 409:
                     raise
                 rbac.replace_cluster_role(d["metadata"]["name"], d)
-        else:
+            continue
+        try:
             utils.create_from_dict(api, d)
-    if not roles:
-        raise TestbedError(f"{RBAC_FILE} defines no ClusterRole")
-    for role in roles:
-        binding = {
-            "metadata": {"name": f"{role}-binding"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-            "subjects": [{"kind": "ServiceAccount", "name": SA_NAME, "namespace": SA_NAMESPACE}],
-        }
-        with contextlib.suppress(ApiException):
-            rbac.create_cluster_role_binding(binding)
+        except utils.FailToCreateError as exc:
+            if any(e.status != 409 for e in exc.api_exceptions):
+                raise
+    if set(roles) != {SA_NAME, DAY2_SA_NAME}:
+        raise TestbedError(f"{RBAC_FILE} must define the ClusterRoles {SA_NAME} and {DAY2_SA_NAME}, found {roles}")
     state.data["cluster_roles"] = roles
-    tr = core.create_namespaced_service_account_token(
-        SA_NAME, SA_NAMESPACE, {"spec": {"audiences": [], "expirationSeconds": SA_TOKEN_SECONDS}}
+
+
+def _token(api, name: str) -> str:
+    from kubernetes import client
+
+    tr = client.CoreV1Api(api).create_namespaced_service_account_token(
+        name, SA_NAMESPACE, {"spec": {"audiences": [], "expirationSeconds": SA_TOKEN_SECONDS}}
     )
     return tr.status.token
 
@@ -545,6 +543,7 @@ def _up(state: State, prof: profiles.Profile, bins: dict, port: int | None, time
             "kubeconfig": str(kubeconfig),
             "audit_log": str(audit_log),
             "sa_kubeconfig": str(d / "sa-kubeconfig"),
+            "day2_kubeconfig": str(d / "day2-kubeconfig"),
             "ports": {
                 "kube-apiserver": api_port,
                 "etcd": etcd_port,
@@ -737,9 +736,10 @@ def _up(state: State, prof: profiles.Profile, bins: dict, port: int | None, time
         60,
     )
 
-    log("least-privilege identity")
-    token = _least_privilege(api, state)
-    _kubeconfig(d / "sa-kubeconfig", server, ca, {"token": token}, f"{SA_NAMESPACE}-{SA_NAME}")
+    log("the installer and day-2 identities of docs/rbac.yml")
+    _apply_rbac(api, state)
+    for name, file in ((SA_NAME, "sa-kubeconfig"), (DAY2_SA_NAME, "day2-kubeconfig")):
+        _kubeconfig(d / file, server, ca, {"token": _token(api, name)}, f"{SA_NAMESPACE}-{name}")
 
     simulated = prof.operator == "simulated"
     have_operator = (SIM_DIR / "operator" / "__main__.py").is_file()
@@ -822,7 +822,7 @@ def status(state_dir: Path | str = DEFAULT_STATE) -> int:
         else:
             rc = 1
             print(f"{name:<24} CRASHED  pid {c['pid']:<8} log {c['log']}")
-    for key in ("apiserver_url", "kubeconfig", "sa_kubeconfig", "audit_log", "chart_repo_url"):
+    for key in ("apiserver_url", "kubeconfig", "sa_kubeconfig", "day2_kubeconfig", "audit_log", "chart_repo_url"):
         if key in state.data:
             print(f"{key:<24} {state.data[key]}")
     if rc:

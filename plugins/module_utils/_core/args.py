@@ -21,8 +21,6 @@ __metaclass__ = type
 
 from ansible.module_utils.basic import env_fallback
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
-
 KUBECONFIG_ARG_SPEC = dict(
     kubeconfig=dict(type="raw"),
     context=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_CONTEXT"])),
@@ -54,31 +52,3 @@ OPERATOR_NAMES_ARG_SPEC = dict(
     operator_namespace=dict(type="str"),
     cluster_policy=dict(type="str"),
 )
-
-#: Keys of a kubeconfig ``users[].user`` entry whose values are secrets.
-SECRET_USER_KEYS = ("token", "password", "client-key-data", "client-certificate-data")
-
-
-def kubeconfig_secrets(kubeconfig):
-    """Secret strings in an inline kubeconfig dict (tokens, passwords, key data), for ``module.no_log_values``.
-
-    Anything that is not such a dict (a path, None, a wrong type) holds no secret and gives an empty set.
-    """
-    if not isinstance(kubeconfig, dict):
-        return set()
-    found = set()
-    users = kubeconfig.get("users")
-    for entry in users if isinstance(users, list) else []:
-        user = (entry or {}).get("user") if isinstance(entry, dict) else None
-        if isinstance(user, dict):
-            found.update(str(user[k]) for k in SECRET_USER_KEYS if user.get(k))
-    return found
-
-
-def check_minimums(params, minimums):
-    """Raise :class:`ArgumentError` naming the first option in ``minimums`` (``{name: least}``) that is below its
-    least allowed value (options left unset are not checked)."""
-    for name, least in minimums.items():
-        value = params.get(name)
-        if value is not None and value < least:
-            raise ArgumentError("%s must be at least %s, got %s" % (name, least, value))

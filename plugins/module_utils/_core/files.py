@@ -25,11 +25,12 @@ def read_text(path):
         return None
 
 
-def write_files(module, files, mode="0644"):
+def write_files(module, files):
     """Write ``{path: text}``: every text to a file in the module's temporary directory first, then each moved over
-    its target with ``module.atomic_move`` (a rename, or a copy and rename across file systems) and given ``mode``.
-    A reader sees the old file or the new one, never a part; if any text cannot be staged, no target is touched
-    (the module removes its temporary directory when it exits)."""
+    its target with ``module.atomic_move`` (a rename, or a copy and rename across file systems). A new file gets
+    the permissions the umask allows (0666 less the umask, as ``atomic_move`` sets them); a file replaced keeps its
+    own. A reader sees the old file or the new one, never a part; if any text cannot be staged, no target is
+    touched (the module removes its temporary directory when it exits)."""
     staged = []
     for path, text in sorted(files.items()):
         fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=module.tmpdir)
@@ -38,10 +39,9 @@ def write_files(module, files, mode="0644"):
             f.write(text.encode("utf-8"))
     for tmp, path in staged:
         module.atomic_move(tmp, path)
-        module.set_mode_if_different(path, mode, False)
 
 
-def write_stale(module, dest, files, mode="0644"):
+def write_stale(module, dest, files):
     """Write each ``{path: text}`` whose file holds another text (none in the module's check mode), making the
     directory ``dest`` first; returns ``(current, stale)``: each path's text before (None: no file) and the
     ``{path: text}`` that differed."""
@@ -49,6 +49,6 @@ def write_stale(module, dest, files, mode="0644"):
     stale = {path: text for path, text in files.items() if current[path] != text}
     if stale and not module.check_mode:
         if not os.path.isdir(dest):
-            os.makedirs(dest, 0o755)
-        write_files(module, stale, mode)
+            os.makedirs(dest, 0o777)  # less the umask, as mkdir -p
+        write_files(module, stale)
     return current, stale

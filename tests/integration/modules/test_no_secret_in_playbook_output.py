@@ -1,5 +1,7 @@
-"""Through ansible-playbook at -vvv, no module prints a secret of an inline kubeconfig, whatever fails: the argument
-check (an unknown option, a wrong type) or the cluster (nothing listens at the server)."""
+"""Through ansible-playbook at -vvv, no module prints a secret of its kubeconfig, in any shape the option takes (a
+mapping; the file's YAML text; OIDC auth-provider tokens, exec environment values and arguments), whatever fails:
+the argument check (an unknown option, a wrong type), an input rule, or the cluster (nothing listens at the server);
+nor when it succeeds, given the test bed's kubeconfig as text."""
 
 from __future__ import annotations
 
@@ -12,6 +14,14 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 TOKEN, KEY_DATA, PASSWORD = "s3cr3t-t0ken-in-playbook", "S0VZLURBVEEtc2VjcmV0", "p4ssw0rd-in-playbook"
+ID_TOKEN, REFRESH, CLIENT_SECRET, ENV_VALUE, ARG_VALUE = (
+    "oidc-id-t0ken-in-playbook",
+    "oidc-refresh-in-playbook",
+    "oidc-client-secret-in-playbook",
+    "exec-env-value-in-playbook",
+    "exec-arg-secret-in-playbook",
+)
+SECRETS = (TOKEN, KEY_DATA, PASSWORD, ID_TOKEN, REFRESH, CLIENT_SECRET, ENV_VALUE, ARG_VALUE)
 CLUSTER_MODULES = {
     "gpu_canary_upgrade": {"driver_version": "580.105.08"},
     "gpu_cluster_info": {},
@@ -21,65 +31,92 @@ CLUSTER_MODULES = {
     "gpu_triage_info": {"namespace": "default"},
     "gpu_validate_report": {"hosts": {}, "dest": "/nonexistent-gpuops/reports"},
 }
-BAD_INPUTS = {"unknown option": {"no_such_option": 1}, "wrong type": {"api_timeout": "soon"}, "no server": {}}
+BAD_INPUTS = {
+    "unknown option": {"no_such_option": 1},
+    "wrong type": {"api_timeout": "soon"},
+    "an input rule": {"api_timeout": -1},
+    "no server": {},
+}
 
 
-def playbook():
-    kubeconfig = {
+def kubeconfig(user):
+    return {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
-        "users": [{"name": "u", "user": {"token": TOKEN, "client-key-data": KEY_DATA, "password": PASSWORD}}],
+        "users": [{"name": "u", "user": user}],
         "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"}}],
         "current-context": "ctx",
     }
+
+
+STATIC = kubeconfig({"token": TOKEN, "client-key-data": KEY_DATA, "password": PASSWORD})
+OIDC = {
+    "auth-provider": {
+        "name": "oidc",
+        "config": {"id-token": ID_TOKEN, "refresh-token": REFRESH, "client-secret": CLIENT_SECRET},
+    }
+}
+EXEC = {"exec": {"command": "true", "env": [{"name": "X", "value": ENV_VALUE}], "args": ["--token", ARG_VALUE]}}
+SHAPES = {
+    "a mapping": STATIC,
+    "YAML text": yaml.safe_dump(STATIC),
+    "OIDC as YAML text": yaml.safe_dump(kubeconfig(OIDC)),
+    "exec as a mapping": kubeconfig(EXEC),
+}
+
+
+def playbook():
     tasks = []
     for module, args in sorted(CLUSTER_MODULES.items()):
-        for bad, extra in sorted(BAD_INPUTS.items()):
-            tasks.append(
-                {
-                    "name": "%s with %s" % (module, bad),
-                    "gpuops.gpu_operator." + module: dict(dict(args, kubeconfig=kubeconfig, api_timeout=2), **extra),
-                    "ignore_errors": True,
-                    "register": "outcome",
-                }
-            )
-            tasks.append({"name": "record", "ansible.builtin.set_fact": {"failures": "{{ failures + [outcome] }}"}})
-    return [{"hosts": "localhost", "gather_facts": False, "vars": {"failures": []}, "tasks": tasks}]
+        for shape, config in sorted(SHAPES.items()):
+            for bad, extra in sorted(BAD_INPUTS.items()):
+                if shape != "a mapping" and bad in ("wrong type", "unknown option"):
+                    continue  # the argument check sees every shape alike; the mapping covers it
+                tasks.append(
+                    {
+                        "name": "%s, kubeconfig as %s, with %s" % (module, shape, bad),
+                        "gpuops.gpu_operator." + module: dict(dict(args, kubeconfig=config, api_timeout=2), **extra),
+                        "ignore_errors": True,
+                    }
+                )
+    return [{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]
 
 
-def test_no_secret_appears_at_vvv_and_every_bad_input_fails(tmp_path):
-    path = tmp_path / "bad-inputs.yml"
-    path.write_text(yaml.safe_dump(playbook(), sort_keys=False))
+def run_playbook(tmp_path, plays, env_extra=None):
+    path = tmp_path / "play.yml"
+    path.write_text(yaml.safe_dump(plays, sort_keys=False))
     env = dict(
         os.environ,
         ANSIBLE_COLLECTIONS_PATH=str(ROOT / "build" / "collections"),
         ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
         K8S_AUTH_KUBECONFIG="",
         KUBECONFIG="",
+        **(env_extra or {}),
     )
-    proc = subprocess.run(
-        [
-            str(Path(sys.executable).with_name("ansible-playbook")),
-            "-vvv",
-            "-i",
-            "localhost,",
-            "-c",
-            "local",
-            "-e",
-            "ansible_python_interpreter=%s" % sys.executable,
-            str(path),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
-    output = proc.stdout + proc.stderr
+    argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-vvv", "-i", "localhost,", "-c", "local"]
+    argv += ["-e", "ansible_python_interpreter=%s" % sys.executable, str(path)]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900, check=False)
+    return proc, proc.stdout + proc.stderr
+
+
+def test_no_secret_appears_at_vvv_and_every_bad_input_fails(tmp_path):
+    plays = playbook()
+    proc, output = run_playbook(tmp_path, plays)
     assert proc.returncode == 0, output[-3000:]
-    failed = output.count("...ignoring")
-    assert failed == len(CLUSTER_MODULES) * len(BAD_INPUTS), output[-3000:]
-    assert "Traceback" not in output
-    for secret in (TOKEN, KEY_DATA, PASSWORD):
-        assert secret not in output
+    assert output.count("...ignoring") == len(plays[0]["tasks"]), output[-3000:]
+    assert "Traceback" not in output and "internal error" not in output
+    for secret in SECRETS:
+        assert secret not in output, secret
+    assert "(kubeconfig given as YAML text)" in output  # named by its kind, never shown
+
+
+def test_a_run_that_succeeds_with_the_kubeconfig_as_text_shows_no_credential(testbed, tmp_path):
+    text = Path(testbed.sa_kubeconfig).read_text()
+    token = yaml.safe_load(text)["users"][0]["user"]["token"]
+    task = {"gpuops.gpu_operator.gpu_cluster_info": {"kubeconfig": text}, "register": "info"}
+    shown = {"ansible.builtin.debug": {"var": "info"}}
+    proc, output = run_playbook(tmp_path, [{"hosts": "localhost", "gather_facts": False, "tasks": [task, shown]}])
+    assert proc.returncode == 0, output[-3000:]
+    assert '"api_requests"' in output  # the registered result was shown in full
+    assert token not in output and token[-24:] not in output

@@ -40,7 +40,7 @@ def _grant_the_namespaced_role(api):
     from kubernetes import utils
 
     for doc in yaml.safe_load_all((REPO_ROOT / "docs" / "rbac.yml").read_text()):
-        if doc and doc["kind"] in ("Role", "RoleBinding"):
+        if doc and doc["kind"] in ("Role", "RoleBinding") and doc["metadata"]["name"].startswith("gpuops-automation"):
             doc["metadata"]["namespace"] = NAMESPACE
             utils.create_from_dict(api, doc)
 

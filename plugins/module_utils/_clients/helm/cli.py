@@ -74,6 +74,10 @@ class HelmCli:
             "LANGUAGE": "C",
             "HELM_REPOSITORY_CONFIG": os.path.join(self.tmpdir, "repositories.yaml"),
             "HELM_REPOSITORY_CACHE": os.path.join(self.tmpdir, "repository-cache"),
+            # helm's own cache, config and data homes too: nothing of a run is left under $HOME
+            "HELM_CACHE_HOME": os.path.join(self.tmpdir, "cache"),
+            "HELM_CONFIG_HOME": os.path.join(self.tmpdir, "config"),
+            "HELM_DATA_HOME": os.path.join(self.tmpdir, "data"),
         }
         if username or password:
             self.env["HELM_REGISTRY_CONFIG"] = os.path.join(self.tmpdir, "registry.json")

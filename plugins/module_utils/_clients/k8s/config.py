@@ -23,6 +23,13 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s.l
     k8s_client,
     k8s_config,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.bounded_yaml import load_bounded
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.kubeconfig import (
+    MAX_TEXT,
+    describe,
+    is_text,
+    parse_text,
+)
 
 #: Environment variables read, in this order, when no kubeconfig is given (kubernetes.core uses the first).
 KUBECONFIG_ENV = ("K8S_AUTH_KUBECONFIG", "KUBECONFIG")
@@ -49,21 +56,16 @@ def _contexts_of(config_dict):
 
 
 def _read_kubeconfig(path):
-    """Parse ``path`` as YAML and return the dict, or raise K8sError naming the file."""
-    import yaml  # a kubernetes dependency; imported late so that this file imports without it
-
+    """Parse the file ``path`` and return its mapping, or raise K8sError naming the file (never its text)."""
     try:
         with open(path, "rb") as handle:
-            data = yaml.safe_load(handle)
+            text = handle.read(MAX_TEXT + 1)
     except OSError as exc:
         raise K8sError(
             "kubeconfig %r could not be read (%s). Set the kubeconfig option (or K8S_AUTH_KUBECONFIG/KUBECONFIG) "
             "to a readable kubeconfig file." % (path, exc.strerror or exc)
         ) from exc
-    except yaml.YAMLError as exc:
-        raise K8sError(
-            "kubeconfig %r is not valid YAML (%s). Point kubeconfig at a valid kubeconfig file." % (path, exc)
-        ) from exc
+    data = load_bounded(text, "kubeconfig %r" % path, max_bytes=MAX_TEXT)
     if not isinstance(data, dict):
         raise K8sError(
             "kubeconfig %r is not a kubeconfig (expected a mapping with clusters, users and contexts)." % path
@@ -74,7 +76,8 @@ def _read_kubeconfig(path):
 def load_configuration(kubeconfig=None, context=None, in_cluster=None, validate_certs=None, host=None, api_key=None):
     """Return a ``kubernetes.client.Configuration`` for the given inputs.
 
-    ``kubeconfig`` is a path or an already-parsed dict. Without it the default kubeconfig is used when it
+    ``kubeconfig`` is a path, a kubeconfig's YAML text or an already-parsed dict; messages name the path or the
+    kind of inline kubeconfig, never its text. Without it the default kubeconfig is used when it
     exists, otherwise the in-cluster service account (``in_cluster=None`` means "when available";
     ``True`` forces it, ``False`` forbids it). ``context`` picks a kubeconfig context; an unknown one is an
     error that lists the available contexts. ``host``/``api_key``/``validate_certs`` override the result.
@@ -105,8 +108,11 @@ def load_configuration(kubeconfig=None, context=None, in_cluster=None, validate_
                 "kubeconfig option." % exc
             ) from exc
     elif kubeconfig is not None:
+        label = describe(kubeconfig)
         if isinstance(kubeconfig, dict):
-            data, label = kubeconfig, "(inline kubeconfig)"
+            data = kubeconfig
+        elif is_text(kubeconfig):
+            data = kubeconfig = parse_text(kubeconfig)
         else:
             label = os.path.expanduser(str(kubeconfig))
             data = _read_kubeconfig(label)

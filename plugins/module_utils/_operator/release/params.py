@@ -15,13 +15,10 @@ __metaclass__ = type
 import json
 import os
 
-try:
-    import yaml
-except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
-    yaml = None
-
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm import ChartRef
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import default_kubeconfig_path
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.bounded_yaml import MAX_BYTES, load_bounded
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.kubeconfig import is_text
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.errors import ReleaseError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.values import deep_merge
 
@@ -79,9 +76,10 @@ class ReleaseParams:
         for path in self.values_files:
             try:
                 with open(os.path.expanduser(path), "rb") as handle:
-                    data = yaml.safe_load(handle) or {}
-            except (OSError, yaml.YAMLError) as exc:
-                raise ReleaseError("values_files entry %s could not be read as YAML: %s" % (path, exc)) from exc
+                    text = handle.read(MAX_BYTES + 1)
+            except OSError as exc:
+                raise ReleaseError("values_files entry %s could not be read: %s" % (path, exc.strerror or exc)) from exc
+            data = load_bounded(text, "values_files entry %s" % path) or {}
             if not isinstance(data, dict):
                 raise ReleaseError("values_files entry %s is not a mapping of chart values" % path)
             merged = deep_merge(merged, data)
@@ -89,12 +87,16 @@ class ReleaseParams:
 
 
 def helm_kubeconfig(kubeconfig, tmpdir):
-    """A kubeconfig path for helm: the given path, an inline dict written 0600 to ``tmpdir``, or the default."""
-    if isinstance(kubeconfig, dict):
+    """A kubeconfig path for helm: the given path, an inline mapping or text written 0600 to ``tmpdir`` (removed
+    with it on every exit, signals included: ``_core.module.run_module``), or the default."""
+    if isinstance(kubeconfig, dict) or is_text(kubeconfig):
         path = os.path.join(tmpdir, "kubeconfig")
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as handle:
-            json.dump(kubeconfig, handle)
+            if isinstance(kubeconfig, dict):
+                json.dump(kubeconfig, handle)
+            else:
+                handle.write(kubeconfig)
         return path
     if kubeconfig:
         return os.path.expanduser(str(kubeconfig))

@@ -97,11 +97,10 @@ class Pause(Exception):
 
 
 class CanarySession:
-    """One run over ``client`` (a ``_clients.k8s.K8sClient``): the operator namespace and record ConfigMap, the
-    ClusterPolicy's name (``cluster_policy``, None: the one the operator reconciles), the canary taint, check mode,
-    the clock and the poll interval, how long one call may wait before it returns where it stands
-    (``progress_interval``, None: until the wait ends) and whether it continues the waits of the call before
-    (``continue_wait``), and ``changes``, every write made (or, in check mode, that would be made) in order."""
+    """One run over ``client`` (a ``_clients.k8s.K8sClient``): operator namespace, record ConfigMap, ClusterPolicy
+    name (``cluster_policy``, None: the one reconciled), canary taint, check mode, clock, poll interval, how long a
+    call may wait before it returns where it stands (``progress_interval``, None: until the wait ends), whether it
+    continues the call before's waits (``continue_wait``), ``changes`` (every write made or, in check mode, planned)."""
 
     def __init__(
         self,
@@ -133,6 +132,7 @@ class CanarySession:
         self.pause_at = clock() + progress_interval if progress_interval else None
         self.continue_wait = continue_wait
         self.changes = []
+        self.lease = None  # the record's Lease while a writing step runs (steps.run_step)
         self._stored = None
         self._local = threading.local()
 
@@ -303,6 +303,8 @@ class CanarySession:
         changes.append(change)
         if self.check_mode:
             return None
+        if self.lease is not None:
+            self.lease.check()
         try:
             return call()
         except K8sError:

@@ -19,6 +19,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
     CanaryAbort,
     PlanError,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.lease import (
+    RecordLease,
+    holder_identity,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.managed import switches
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import (
     same_target,
@@ -118,6 +122,10 @@ def _left(canary, exc):
     return exc
 
 
+#: The steps that write (``plan`` and ``status`` only read).
+WRITING_STEPS = ("prepare", "wave", "finish_wave", "rollback")
+
+
 def check_step(p):
     """Raise :class:`PlanError` when ``p["step"]`` lacks an option it needs (before any request)."""
     step = p["step"]
@@ -129,11 +137,17 @@ def check_step(p):
 
 def run_step(canary, p, check_mode=False):
     """Run ``p["step"]`` (its options checked by :func:`check_step`); returns its result keys (``changes`` and
-    ``api_requests`` are the caller's)."""
+    ``api_requests`` are the caller's). A step that writes holds the record's Lease while it runs (:mod:`.lease`)."""
     step = p["step"]
     if step == "status":
         return {"status": canary.status()}
+    if step in WRITING_STEPS and not check_mode:
+        canary.lease = RecordLease(canary.client, canary.ns, canary.cm_name, holder_identity(step), clock=canary.clock)
+        canary.lease.acquire()
     try:
         return _rollback(canary, p) if step == "rollback" else _planned(canary, p, check_mode)
     except CanaryAbort as exc:
         raise _left(canary, exc) from None
+    finally:
+        if canary.lease is not None:
+            canary.lease.release()

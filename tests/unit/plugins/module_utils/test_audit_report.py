@@ -101,7 +101,18 @@ def test_write_files_moves_each_staged_file_over_its_target_with_atomic_move(tmp
     assert [d for _s, d in moves] == [str(target), str(tmp_path / "r.md")]
     assert all(os.path.dirname(src) == m.tmpdir for src, _d in moves)  # staged in the module's tmpdir
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ansible-tmp", "r.json", "r.md"]
-    assert oct(target.stat().st_mode & 0o777) == oct((tmp_path / "r.md").stat().st_mode & 0o777) == "0o644"
+    assert oct(target.stat().st_mode & 0o777) == "0o600"  # a replaced file keeps its own mode
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, "0o644"), (0o077, "0o600")])
+def test_a_new_report_file_honours_the_umask(tmp_path, module, umask, mode):
+    m = module()
+    previous = os.umask(umask)
+    try:
+        _files.write_stale(m, str(tmp_path / "reports"), {str(tmp_path / "reports" / "r.md"): "md"})
+    finally:
+        os.umask(previous)
+    assert oct((tmp_path / "reports" / "r.md").stat().st_mode & 0o777) == mode
 
 
 def test_write_files_touches_no_target_when_one_file_cannot_be_staged(tmp_path, module, monkeypatch):

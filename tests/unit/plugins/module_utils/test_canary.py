@@ -23,6 +23,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
 STATE = "nvidia.com/gpu-driver-upgrade-state"
 SKIP = "nvidia.com/gpu-driver-upgrade.skip"
 CM = "/api/v1/namespaces/gpu-operator/configmaps/gpuops-canary-upgrade"
+LEASE = "/apis/coordination.k8s.io/v1/namespaces/gpu-operator/leases/gpuops-canary-upgrade"
 
 
 def merge(dst, patch):
@@ -77,6 +78,8 @@ class FakeAPI:
             "status": {"namespace": "gpu-operator"},
         }
         self.cm = None
+        self.lease = None
+        self.lease_writes = []
         self.daemonsets = []
         self.nfd = {
             "metadata": {"name": "nfd-worker", "labels": {"role": "worker"}},
@@ -142,6 +145,8 @@ class FakeAPI:
 
     def get_or_none(self, path, what=None):
         self.requests += 1
+        if path == LEASE:
+            return copy.deepcopy(self.lease)
         assert path == CM
         return copy.deepcopy(self.cm)
 
@@ -174,6 +179,12 @@ class FakeAPI:
 
     def send(self, method, path, body=None, what=None, accept_statuses=()):
         self.requests += 1
+        if "/leases" in path:  # the record's Lease: taken, renewed, given back
+            self.lease_writes.append(method)
+            self.lease = (
+                None if method == "DELETE" else dict(body, metadata=dict(body["metadata"], resourceVersion="1"))
+            )
+            return copy.deepcopy(self.lease)
         name = path.split("/")[-2]
         if name in self.pdb_blocked:
             raise K8sError("Cannot evict pod as it would violate the pod's disruption budget.", 429)

@@ -9,6 +9,10 @@ import json
 import module_harness as harness
 import pytest
 import urllib3
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core import inputs
 
 #: Every module, with the smallest arguments that get it past its own argument checks.
 MODULES = {
@@ -158,3 +162,81 @@ def _helm(name, tmp_path):
     script.write_text("#!/bin/sh\nif [ \"$1\" = version ]; then printf 'v3.19.2'; exit 0; fi\nexit 1\n")
     script.chmod(0o755)
     return {"helm_binary": str(script)}
+
+
+# --- every option with an input rule, fed generated bad values --------------------------------------------------
+
+
+_NAMEY = st.one_of(
+    st.sampled_from(["", "..", ".", "a/b", "../etc", "a%2Fb", "A", "a b", "-a", "a.", "x" * 254]),
+    st.text(min_size=1, max_size=20).map(lambda s: s + "/"),
+    st.text(alphabet="ABC_ ", min_size=1, max_size=5),
+)
+BAD_VALUES = {
+    inputs.NAMESPACE: st.one_of(_NAMEY, st.just("x" * 64)),
+    inputs.OBJECT_NAME: _NAMEY,
+    inputs.KEY: st.sampled_from(["", "bad key", "-x", "x" * 64, "Ex.com/x", "a/b/c", "/x", "x/"]),
+    inputs.LABEL_SET: st.sampled_from([{"app": "a b"}, {"bad key": "v"}, {"a": "x" * 64}]),
+    inputs.POSITIVE: st.integers(min_value=-(10**6), max_value=0),
+    inputs.NOT_NEGATIVE: st.integers(min_value=-(10**6), max_value=-1),
+    inputs.BASENAME: st.one_of(
+        st.sampled_from(["", ".", "..", "../x", "a\\b"]), st.text(max_size=8).map(lambda s: s + "/x")
+    ),
+    inputs.NON_EMPTY: st.sampled_from(["", "   "]),
+    inputs.MAPPINGS: st.dictionaries(st.text(min_size=1, max_size=5), st.text(max_size=5), min_size=1, max_size=3),
+}
+
+
+class Recorder:
+    """An API server that answers every request with an empty success and records the verbs it was sent."""
+
+    def __init__(self):
+        self.calls = []
+
+    def request(self, method, url, **kwargs):
+        self.calls.append(method)
+        return harness.Resp(200, {"kind": "List", "items": [], "metadata": {}})
+
+
+def _ruled_options():
+    """``(module, path, option spec)`` for every option of every module that :data:`inputs.RULES` names."""
+    found = []
+
+    def walk(name, spec, prefix=""):
+        for option, entry in spec.items():
+            path = prefix + option
+            if path in inputs.RULES:
+                found.append((name, path, entry))
+            if entry.get("options"):
+                walk(name, entry["options"], path + ".")
+
+    for name in sorted(MODULES):
+        walk(name, module(name).argspec())
+    return found
+
+
+def _as_argument(path, entry, bad):
+    """The module argument that puts ``bad`` where ``path`` points (a list element, a suboption)."""
+    top, _, sub = path.partition(".")
+    if entry.get("type") == "list" and not isinstance(bad, list):
+        bad = [bad]
+    if not sub:
+        return {top: bad}
+    if top == "quarantine_markers":
+        return {top: [{"kind": "taint", sub: bad}]}
+    return {top: {sub: bad}}
+
+
+@pytest.mark.parametrize(("name", "path", "entry"), _ruled_options(), ids=lambda v: v if isinstance(v, str) else "")
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_every_ruled_option_refuses_generated_bad_values_before_any_request(monkeypatch, name, path, entry, data):
+    bad = data.draw(BAD_VALUES[inputs.RULES[path]])
+    if entry.get("type") == "float":
+        bad = float(bad)
+    server = Recorder()
+    out = run(monkeypatch, name, server=server, kubeconfig=inline_kubeconfig(), **_as_argument(path, entry, bad))
+    assert out["_kind"] == "fail", (path, bad, out)
+    assert path.rpartition(".")[2] in out["msg"], (path, bad, out["msg"])
+    assert "internal error" not in out["msg"] and "exception" not in out
+    assert server.calls == [], (path, bad, server.calls)  # refused before the first request, let alone a write

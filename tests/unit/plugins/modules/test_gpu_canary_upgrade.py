@@ -62,6 +62,7 @@ class StubCluster:
             "spec": {"driver": {"version": "580.1"}, "daemonsets": {}},
         }
         self.record = None
+        self.lease = None
         self.calls = []
 
     def request(self, method, url, body=None, headers=None, timeout=None, retries=None):
@@ -70,6 +71,8 @@ class StubCluster:
         self.calls.append((method, path))
         if method == "PATCH":
             return self.patch(path, json.loads(body))
+        if "/leases" in path:
+            return self.lease_request(method, path, body)
         assert method == "GET", (method, path)
         if path == RECORD:
             return Resp(200, self.record) if self.record else Resp(404, {"message": "not found"}, "Not Found")
@@ -81,6 +84,17 @@ class StubCluster:
             return page([], query)
         return Resp(404, {"message": "the server could not find the requested resource"}, "Not Found")
 
+    def lease_request(self, method, path, body):
+        """The record's Lease: taken (POST, PUT on its resourceVersion), read, given back (DELETE)."""
+        if method == "GET":
+            return Resp(200, self.lease) if self.lease else Resp(404, {"message": "not found"}, "Not Found")
+        if method == "DELETE":
+            self.lease = None
+            return Resp(200, {})
+        self.lease = dict(json.loads(body))
+        self.lease["metadata"] = dict(self.lease["metadata"], resourceVersion=str(len(self.calls)))
+        return Resp(201 if method == "POST" else 200, self.lease)
+
     def patch(self, path, body):
         if path == RECORD:
             self.record = body
@@ -91,7 +105,7 @@ class StubCluster:
         return Resp(200, {})
 
     def writes(self):
-        return [c for c in self.calls if c[0] != "GET"]
+        return [c for c in self.calls if c[0] != "GET" and "/leases" not in c[1]]
 
 
 def run_module(server, monkeypatch, check=False, **args):

@@ -205,7 +205,7 @@ def test_missing_rbac_fails_with_the_permission_to_grant(monkeypatch):
 
 def test_page_size_below_one_is_rejected(monkeypatch):
     result = run_module(FakeApiServer(), monkeypatch, page_size=0)
-    assert result["_kind"] == "fail" and "page_size must be at least 1" in result["msg"]
+    assert result["_kind"] == "fail" and "option page_size: 0 is refused" in result["msg"]
 
 
 def test_check_mode_returns_the_same_data(monkeypatch):

@@ -54,9 +54,9 @@ def test_check_mode_plans_one_pod_per_gpu_node_and_only_reads(monkeypatch):
     ("args", "message"),
     [
         ({"gpus": "lots"}, "gpus must be a positive integer or 'all', got 'lots'"),
-        ({"concurrency": 0}, "concurrency must be at least 1, got 0"),
-        ({"timeout": 0}, "timeout must be at least 1, got 0"),
-        ({"poll_interval": 0}, "poll_interval must be greater than 0"),
+        ({"concurrency": 0}, "option concurrency: 0 is refused"),
+        ({"timeout": 0}, "option timeout: 0 is refused"),
+        ({"poll_interval": 0}, "option poll_interval: 0.0 is refused"),
         ({"nodes": ["nope"]}, "nodes nope are not in the cluster"),
         ({"sample": 1, "percent": 10}, "mutually exclusive"),
         ({"admin_access": True}, "admin_access only apply to allocation=claim; set allocation: claim"),

@@ -121,12 +121,14 @@ def run_module(server, monkeypatch, check=False, **args):
     "args, message",
     [
         ({"pod": "train"}, "has no namespace: write it as NAMESPACE/NAME"),
-        ({"pod": "ml/"}, "pod must be NAME or NAMESPACE/NAME"),
-        ({"pod": "ml/a/b"}, "pod must be NAME or NAMESPACE/NAME"),
+        ({"pod": "ml/"}, "option pod: 'ml/' is refused: it is empty (it must be NAME or NAMESPACE/NAME)"),
+        ({"pod": "ml/a/b"}, "option pod: 'ml/a/b' is refused: it is not a DNS-1123 label"),
+        ({"pod": ""}, "option pod: '' is refused: it is empty"),
+        ({"namespace": "no/such"}, "option namespace: 'no/such' is refused"),
         ({"pod": "ml/a", "namespace": "other"}, "names namespace ml but namespace is other"),
         ({"pod": "ml/a", "node": "g0"}, "mutually exclusive"),
         ({}, "one of the following is required: pod, namespace, node"),
-        ({"node": "g0", "log_lines": 0}, "log_lines must be at least 1"),
+        ({"node": "g0", "log_lines": 0}, "option log_lines: 0 is refused"),
         ({"node": "g0", "routes": {"drivers": "x"}}, "routes: unknown layer 'drivers'; route one of driver, node"),
     ],
 )
