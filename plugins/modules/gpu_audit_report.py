@@ -51,7 +51,7 @@ extends_documentation_fragment:
 options:
   dest:
     description:
-      - Directory the reports are written to; created (mode 0755) when missing.
+      - Directory the reports are written to; created when missing (mode 0777 less the umask, as C(mkdir -p)).
     type: path
     required: true
   hosts:

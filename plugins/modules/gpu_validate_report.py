@@ -95,7 +95,7 @@ options:
         elements: str
         default: [nvidia.com/gpu]
   dest:
-    description: Directory the reports are written to; created (mode 0755) when missing.
+    description: Directory the reports are written to; created when missing (mode 0777 less the umask, as C(mkdir -p)).
     type: path
     required: true
   basename:

@@ -157,6 +157,7 @@ RULES = {
     "taint_key": KEY,
     "admission.taint_key": KEY,
     "admission.annotation": KEY,
+    "admission.known_taints": KEY,
     "quarantine_markers.key": KEY,
     "pod_labels": LABEL_SET,
     "basename": BASENAME,
