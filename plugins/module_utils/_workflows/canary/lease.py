@@ -76,6 +76,7 @@ class RecordLease:
         self.clock = clock
         self.seconds = seconds
         self.parent = os.getppid()
+        self.renewed = None  # time.monotonic() of the last take or renewal that the API server accepted
         self.lost = None
         self._lease = None
         self._stop = threading.Event()
@@ -136,6 +137,7 @@ class RecordLease:
                 "another canary run took Lease %s/%s at the same moment; run this step again once it has ended"
                 % (self.namespace, self.name)
             ) from None
+        self.renewed = time.monotonic()
         self._renewer = threading.Thread(target=self._renew_until_stopped, name="lease-renewer", daemon=True)
         self._renewer.start()
 
@@ -148,6 +150,7 @@ class RecordLease:
                 self._lease = self.client.send(
                     "PUT", self.path, body=self._body(self._lease, self.clock(), taken=False), what="renew Lease"
                 )
+                self.renewed = time.monotonic()
             except K8sError as exc:
                 if exc.status == 409:
                     self.lost = "Lease %s/%s was taken by another run" % (self.namespace, self.name)
@@ -157,6 +160,12 @@ class RecordLease:
         """Raise :class:`PlanError` when this run may no longer write (its lease lost, its controller gone)."""
         if self.lost is None and os.getppid() != self.parent:
             self.lost = "the controller that started this run is gone (its parent process ended)"
+        if self.lost is None and self.renewed is not None and time.monotonic() - self.renewed > self.seconds:
+            self.lost = "Lease %s/%s could not be renewed for %ds: another run may hold it now" % (
+                self.namespace,
+                self.name,
+                self.seconds,
+            )
         if self.lost:
             raise PlanError("stopped before the next write: %s" % self.lost)
 

@@ -119,3 +119,13 @@ def test_micro_time_round_trips():
     assert lease_mod.parse_micro_time(lease_mod.micro_time(NOW + 0.25)) == NOW + 0.25
     assert lease_mod.parse_micro_time("2027-01-15T08:00:00Z") == NOW
     assert lease_mod.parse_micro_time("garbage") is None and lease_mod.parse_micro_time(None) is None
+
+
+def test_no_write_once_the_lease_went_unrenewed_for_its_duration(monkeypatch):
+    server = LeaseServer()
+    mine = lease(server, "alice pid 1")
+    mine.acquire()
+    mine.renewed -= 31  # every renewal since failed (the API server unreachable): another run may have taken it
+    with pytest.raises(PlanError, match="could not be renewed for 30s"):
+        mine.check()
+    mine.release()
