@@ -125,7 +125,7 @@ def as_day2(testbed, tmp_path_factory):
         ("gpu_preflight_info", {"sections": ["version", "nodes", "access"]}),
         ("gpu_triage_info", {"namespace": "default"}),
         ("gpu_canary_upgrade", {"step": "status", "operator_namespace": "gpu-operator"}),
-        ("gpu_smoke_test", {"sample": 1, "mode": "nvidia-smi"}),
+        ("gpu_smoke_test", {"sample": 1, "expected_output": "ran under kwok"}),  # kwok runs the pods
     ],
 )
 def test_every_day2_module_runs_as_the_day2_identity(as_day2, module, args):
