@@ -166,13 +166,13 @@ RULES = {
     "hosts": MAPPINGS,
     "clusters": MAPPINGS,
     "timeout": POSITIVE,
-    "ready_timeout": POSITIVE,
+    "ready_timeout": NOT_NEGATIVE,  # 0 skips the readiness wait
     "schedule_timeout": POSITIVE,
     "eviction_timeout": POSITIVE,
     "proof_timeout": POSITIVE,
     "wave_timeout": POSITIVE,
     "stall_grace": POSITIVE,
-    "progress_interval": POSITIVE,
+    "progress_interval": NOT_NEGATIVE,  # 0 waits to the end
     "poll_interval": POSITIVE,
     "page_size": POSITIVE,
     "concurrency": POSITIVE,
