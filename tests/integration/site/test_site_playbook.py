@@ -145,11 +145,19 @@ def test_site_names_each_broken_node_with_its_layer_and_passes_the_rest(site_bed
 def test_a_second_run_over_the_same_fleet_changes_nothing(site_bed):
     bed, inventory, report_dir = site_bed
     before = {p.name: p.read_bytes() for p in report_dir.iterdir()}
+    mark = bed.audit_mark()
     proc = run_site(inventory, report_dir)
     out = proc.stdout + proc.stderr
     assert "3 passed, 3 failed" in out, out[-3000:]
     assert {p.name: p.read_bytes() for p in report_dir.iterdir()} == before
     assert "changed=0" in recap(out), changed_tasks(out)
+    # and it sends no write: only the validation's smoke pods (made and deleted by design) and access reviews
+    writes = bed.audit_writes(mark, user=bed.sa_username)
+    assert [
+        (w["verb"], w["objectRef"]["resource"], w["objectRef"].get("name"))
+        for w in writes
+        if w["objectRef"]["resource"] not in ("pods", "selfsubjectaccessreviews")
+    ] == []
 
 
 def test_site_passes_every_node_once_the_faults_are_healed(site_bed):
