@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import os
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_read import read_lists, view_of
@@ -84,6 +85,20 @@ def report_files(summary, dest, basename, title, generated_at):
     }, generated
 
 
+def predicted_smoke(smoke, check_mode, previous_json):
+    """The smoke results to judge: ``smoke`` as given, except in check mode, where no smoke pod runs (the role
+    passes none): there the previous report's smoke verdict of each node predicts what a real run would find, so
+    that check mode reports a change only where a real run would make one."""
+    if smoke is not None or not check_mode or not previous_json:
+        return smoke
+    try:
+        rows = json.loads(previous_json)["report"]["rows"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    found = {row["node"]: row["smoke"] for row in rows if isinstance(row, dict) and row.get("smoke")}
+    return found or None
+
+
 def validate(client, module, p, now, today):
     """Everything the role needs after the smoke pods: ``{summary, admission, operator, console, files,
     generated_at, changed, diff}``. ``p`` holds the module's parameters; ``now`` the report timestamp, ``today`` the
@@ -98,10 +113,11 @@ def validate(client, module, p, now, today):
     events, monitoring = read_evidence(client, namespace, p["monitoring"])
     nri = bool(((view["cluster_policy"] or {}).get("cdi") or {}).get("nri_plugin"))
     targets, status = operator_status(lists, view)
+    previous = read_text(os.path.join(p["dest"], p["basename"] + ".json"))
     summary = fleet_summary(
         p["hosts"],
         view["nodes"],
-        p["smoke"],
+        predicted_smoke(p["smoke"], module.check_mode, previous),
         monitoring,
         p["mig_layouts"],
         events,

@@ -192,3 +192,19 @@ def test_a_node_mid_upgrade_fails_the_upgrade_check_and_the_operator_reading_say
     assert "ClusterPolicy state: operator 26.7.0 keeps ClusterPolicy gpu-cluster-policy notReady" in "\n".join(
         result["console"]
     )
+
+
+def test_check_mode_predicts_the_smoke_verdicts_from_the_last_report_so_it_reports_only_real_changes():
+    from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.run import predicted_smoke
+
+    previous = json.dumps(
+        {
+            "report": {
+                "rows": [{"node": "g0", "smoke": {"status": "passed", "reason": None}}, {"node": "g1", "smoke": None}]
+            }
+        }
+    )
+    assert predicted_smoke(None, True, previous) == {"g0": {"status": "passed", "reason": None}}
+    assert predicted_smoke(None, False, previous) is None  # a real run without smoke results judges none
+    assert predicted_smoke({"g0": {"status": "failed"}}, True, previous) == {"g0": {"status": "failed"}}
+    assert predicted_smoke(None, True, None) is None and predicted_smoke(None, True, "not json") is None
