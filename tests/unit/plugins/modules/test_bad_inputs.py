@@ -175,6 +175,7 @@ _NAMEY = st.one_of(
 BAD_VALUES = {
     inputs.NAMESPACE: st.one_of(_NAMEY, st.just("x" * 64)),
     inputs.OBJECT_NAME: _NAMEY,
+    inputs.POD_REF: st.sampled_from(["", "a/", "/b", "A/b", "ns/a/b", "a b", "..", "ns/..", "../x", "a%2Fb"]),
     inputs.KEY: st.sampled_from(["", "bad key", "-x", "x" * 64, "Ex.com/x", "a/b/c", "/x", "x/"]),
     inputs.LABEL_SET: st.sampled_from([{"app": "a b"}, {"bad key": "v"}, {"a": "x" * 64}]),
     inputs.POSITIVE: st.integers(min_value=-(10**6), max_value=0),
