@@ -34,6 +34,7 @@ PROFILE = {
     "hgx-h100-docker-containerd": "h100-sxm-8",
     "k3s-operator-driver": "a100-mig-8",
     "rke2-vfio-passthrough": "driver-not-loaded",
+    "ubuntu2404-container-root-links": "l40s-4",
 }
 
 PLAYS = {

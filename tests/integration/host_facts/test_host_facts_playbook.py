@@ -45,6 +45,7 @@ INVENTORY = {
     "hgx-docker": ("hgx-h100-docker-containerd", "h100-sxm-8", True),
     "k3s-operator": ("k3s-operator-driver", "a100-mig-8", True),
     "vfio-passthrough": ("rke2-vfio-passthrough", "driver-not-loaded", True),
+    "container-root-links": ("ubuntu2404-container-root-links", "l40s-4", True),
 }
 
 PLAYBOOK = """

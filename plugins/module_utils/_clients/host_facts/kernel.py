@@ -24,6 +24,8 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_
 
 MODULES = ("nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_drm", "nvidia_peermem", "nouveau", "vfio_pci")
 NVIDIA_VERSION = "proc/driver/nvidia/version"
+#: Command-line parameters whose every occurrence counts (libkmod, dracut); others keep the last one.
+MERGED_PARAMS = ("modprobe.blacklist", "rd.driver.blacklist")
 
 NVRM_RE = re.compile(r"^NVRM version:\s+(?P<desc>.*?)\s+(?P<version>\d+\.\d+(?:\.\d+)?)\s", re.M)
 GCC_RE = re.compile(r"^GCC version:\s+(?P<gcc>.+)$", re.M)
@@ -54,14 +56,45 @@ def parse_nvidia_version(text):
     }
 
 
+def _cmdline_words(text):
+    """The words of a kernel command line as the kernel's ``next_arg`` splits them: blanks separate words except
+    inside double quotes, which are dropped (``opt="a b"`` is ``opt=a b``)."""
+    words, word, quoted, started = [], [], False, False
+    for ch in text:
+        if ch == '"':
+            quoted, started = not quoted, True
+        elif ch.isspace() and not quoted:
+            if started:
+                words.append("".join(word))
+            word, started = [], False
+        else:
+            word.append(ch)
+            started = True
+    if started:
+        words.append("".join(word))
+    return words
+
+
+def param_name(name):
+    """A parameter name as the kernel and libkmod compare them (``-`` and ``_`` alike)."""
+    return name.replace("-", "_")
+
+
 def parse_cmdline(text):
-    """Kernel arguments as ``{name: value}`` (``True`` for a bare flag), up to ``--`` (the rest goes to init)."""
+    """Kernel arguments as ``{name: value}`` (``True`` for a bare flag), up to ``--`` (the rest goes to init).
+
+    A repeated argument keeps its last value, as the kernel's own parameters do, except those in
+    :data:`MERGED_PARAMS` (libkmod's ``modprobe.blacklist``, dracut's ``rd.driver.blacklist``), whose
+    comma-separated values add up over every occurrence."""
     args = {}
-    for word in (text or "").split():
+    for word in _cmdline_words(text or ""):
         if word == "--":
             break
         key, sep, value = word.partition("=")
-        args[key] = value if sep else True
+        if sep and param_name(key) in MERGED_PARAMS and isinstance(args.get(key), str):
+            args[key] = "%s,%s" % (args[key], value)
+        else:
+            args[key] = value if sep else True
     return args
 
 
@@ -125,7 +158,8 @@ def _architecture(r, release):
 
 def _headers(r, release):
     """(present, path): the first of lib/modules/<rel>/build, usr/src/kernels/<rel>, usr/src/linux-headers-<rel>
-    that resolves in the host root; a dangling link is a problem and unknown lookups make ``present`` None."""
+    that resolves in the host root (a dangling link is a problem of the reader); unknown lookups make ``present``
+    None."""
     if not release:
         return None, None
     states = []
@@ -133,8 +167,6 @@ def _headers(r, release):
         found = r.resolve(rel)
         if found:
             return True, "/" + found
-        if r.absent(rel) and r.readlink(rel) is not None:
-            r.problem(rel, "dangling", "links to %s" % r.readlink(rel))
         states.append(False if r.absent(rel) else None)
     return tri_any(states), None
 
@@ -154,9 +186,13 @@ def read_kernel(r, facts):
 
 
 def read_cmdline(r, facts):
-    """The raw kernel command line (None when unread) and its parsed arguments."""
+    """The raw kernel command line and its parsed arguments; both None when it is unread or empty (a booted
+    kernel's command line is never empty: an empty file is a problem, not an empty answer)."""
     text = r.read("proc/cmdline", required=True)
-    return {"raw": text.strip() if text is not None else None, "args": parse_cmdline(text)}
+    if text is not None and not text.strip():
+        r.problem("proc/cmdline", "malformed", "empty; a booted kernel's command line is never empty")
+        text = None
+    return {"raw": text.strip() if text is not None else None, "args": parse_cmdline(text) if text else None}
 
 
 def read_modules(r, facts):
@@ -190,9 +226,8 @@ def read_nouveau(r, facts):
 
 def _arg_is(facts, name, value):
     """Whether kernel argument ``name`` is ``value``; None when the command line was not read."""
-    if facts["cmdline"]["raw"] is None:
-        return None
-    return facts["cmdline"]["args"].get(name) == value
+    args = facts["cmdline"]["args"]
+    return None if args is None else args.get(name) == value
 
 
 def read_nvidia_driver(r, facts):

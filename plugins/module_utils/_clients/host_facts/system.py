@@ -22,7 +22,8 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_
     tri_any,
 )
 
-SECURE_BOOT_VAR = "sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+EFIVARS = "sys/firmware/efi/efivars"
+SECURE_BOOT_VAR = EFIVARS + "/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 APT_CONF_D = "etc/apt/apt.conf.d"
 APT_UNATTENDED = "apt::periodic::unattended-upgrade"
 APT_BLACKLIST = "unattended-upgrade::package-blacklist"
@@ -95,17 +96,21 @@ def read_os(r, facts):
     return {
         "id": data.get("ID"),
         "version_id": data.get("VERSION_ID"),
-        "id_like": data.get("ID_LIKE", "").split(),
+        "id_like": data.get("ID_LIKE", "").split() if text is not None else None,
         "pretty_name": data.get("PRETTY_NAME"),
         "version_codename": data.get("VERSION_CODENAME"),
     }
 
 
 def read_secure_boot(r, facts):
-    """Whether the host booted by EFI and whether Secure Boot is enabled (None when unknown)."""
+    """Whether the host booted by EFI and whether Secure Boot is enabled (None when unknown: efivarfs not mounted
+    in the root is unknown, not off)."""
     efi = r.present("sys/firmware/efi")
     if not efi:
         return {"efi": efi, "enabled": efi}
+    if r.present(EFIVARS) is False:
+        r.problem(EFIVARS, "missing", "efivarfs is not mounted in the host root; Secure Boot is unknown")
+        return {"efi": True, "enabled": None}
     raw = r.read(SECURE_BOOT_VAR, binary=True)
     state = secure_boot(raw)
     if raw is None and r.absent(SECURE_BOOT_VAR):

@@ -215,8 +215,15 @@ def test_a_secure_boot_variable_that_is_not_one_value_byte_is_unknown(tmp_path, 
 
 
 def test_an_efi_boot_without_a_secure_boot_variable_has_secure_boot_off(tmp_path):
-    write(minimal(tmp_path), "sys/firmware/efi/fw_platform_size", "64\n")
+    write(minimal(tmp_path), "sys/firmware/efi/efivars/BootCurrent-8be4df61-93ca-11d2-aa0d-00e098032b8c", "x")
     assert hf.collect(str(tmp_path))["secure_boot"] == {"efi": True, "enabled": False}
+
+
+def test_an_efi_boot_without_efivarfs_mounted_has_secure_boot_unknown_not_off(tmp_path):
+    write(minimal(tmp_path), "sys/firmware/efi/fw_platform_size", "64\n")
+    f = hf.collect(str(tmp_path))
+    assert f["secure_boot"] == {"efi": True, "enabled": None}
+    assert ("/sys/firmware/efi/efivars", "missing") in [(p["source"], p["reason"]) for p in f["problems"]]
 
 
 # ---- nothing vanishes --------------------------------------------------------------------------------------
