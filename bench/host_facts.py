@@ -35,6 +35,9 @@ PROFILE = {
     "k3s-operator-driver": "a100-mig-8",
     "rke2-vfio-passthrough": "driver-not-loaded",
     "ubuntu2404-container-root-links": "l40s-4",
+    "ubuntu2404-containerd2-mixed-dropin": "l40s-4",
+    "ubuntu2204-containerd17-nri": "l40s-4",
+    "ubuntu2204-secureboot-unsigned": "l40s-4",
 }
 
 PLAYS = {

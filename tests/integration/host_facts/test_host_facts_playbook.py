@@ -46,6 +46,9 @@ INVENTORY = {
     "k3s-operator": ("k3s-operator-driver", "a100-mig-8", True),
     "vfio-passthrough": ("rke2-vfio-passthrough", "driver-not-loaded", True),
     "container-root-links": ("ubuntu2404-container-root-links", "l40s-4", True),
+    "containerd2-mixed": ("ubuntu2404-containerd2-mixed-dropin", "l40s-4", True),
+    "containerd17-nri": ("ubuntu2204-containerd17-nri", "l40s-4", True),
+    "secureboot-unsigned": ("ubuntu2204-secureboot-unsigned", "l40s-4", True),
 }
 
 PLAYBOOK = """

@@ -33,7 +33,16 @@ GCC_RE = re.compile(r"^GCC version:\s+(?P<gcc>.+)$", re.M)
 RELEASE_RE = re.compile(r"^\d+\.\d+\S*$")
 VERSION_RE = re.compile(r"^#\d+")
 RELEASE_ARCH_RE = re.compile(r"[.-](x86_64|aarch64|ppc64le|s390x|amd64|arm64)$")
-ARCH_NAMES = {"amd64": "x86_64", "arm64": "aarch64"}
+ARCH_NAMES = {"amd64": "x86_64", "arm64": "aarch64", "powerpc64le": "ppc64le"}
+#: ``NVRM version: NVIDIA UNIX x86_64 Kernel Module`` or ``... Open Kernel Module for aarch64``.
+NVRM_ARCH_RE = re.compile(r"^NVRM version: NVIDIA UNIX (?:Open Kernel Module for )?(x86_64|aarch64|ppc64le)\b", re.M)
+#: /proc/version names the compiler that built the kernel: ``(x86_64-linux-gnu-gcc-13 ...)``.
+BUILD_ARCH_RE = re.compile(r"\b(x86_64|aarch64|powerpc64le|s390x)-(?:linux|redhat-linux|suse-linux)")
+#: /proc/modules: name, size, references, users, state, address, then taint flags in parentheses.
+MODULE_LINE_RE = re.compile(
+    r"^(?P<name>\S+) (?P<size>\d+) (?P<refs>-?\d+) (?P<users>\S+) (?P<state>Live|Loading|Unloading) \S+"
+    r"(?: \((?P<taints>[A-Z]+)\))?$"
+)
 #: Kernel config symbol -> architecture (uname -m), first match wins.
 CONFIG_ARCH = (
     ("CONFIG_X86_64", "x86_64"),
@@ -129,12 +138,17 @@ def _line(r, rel, pattern, required=False):
 
 
 def _architecture(r, release):
-    """From /proc/sys/kernel/arch, uname (only when reading /), the kernel's config or its release name."""
+    """From /proc/sys/kernel/arch, uname (only when reading /), the loaded NVIDIA module's or the kernel's build
+    line (/proc/driver/nvidia/version, /proc/version), the kernel's config or its release name."""
     arch = (r.read("proc/sys/kernel/arch") or "").strip()
     if arch:
         return arch
     if r.root == "/":
         return platform.machine()
+    for rel, pattern in ((NVIDIA_VERSION, NVRM_ARCH_RE), ("proc/version", BUILD_ARCH_RE)):
+        m = pattern.search(r.read(rel) or "")
+        if m:
+            return ARCH_NAMES.get(m.group(1), m.group(1))
     if release:
         for rel in ("boot/config-%s" % release, "lib/modules/%s/config" % release):
             text = r.read(rel)
@@ -210,6 +224,40 @@ def read_modules(r, facts):
                 r.problem(rel, "malformed", raw[:40])
         out[name] = {"loaded": loaded, "refcount": refcnt}
     return out
+
+
+def parse_proc_modules(text):
+    """(``[{name, size, refcount, used_by, state, taints}]``, count of lines that are not /proc/modules lines).
+    ``taints`` are the module's flags: ``P`` proprietary, ``O`` out of tree, ``E`` unsigned, ``F`` forced..."""
+    out, bad = [], 0
+    for line in text.splitlines():
+        m = MODULE_LINE_RE.match(line.strip())
+        if not m:
+            bad += bool(line.strip())
+            continue
+        users = m.group("users")
+        out.append(
+            {
+                "name": m.group("name"),
+                "size": int(m.group("size")),
+                "refcount": int(m.group("refs")),
+                "used_by": [u for u in users.split(",") if u] if users != "-" else [],
+                "state": m.group("state").lower(),
+                "taints": m.group("taints") or "",
+            }
+        )
+    return out, bad
+
+
+def read_loaded_modules(r, facts):
+    """Every loaded kernel module from /proc/modules, in its order, and how many; both None when it could not be
+    read whole."""
+    text = r.read("proc/modules", required=True)
+    modules, bad = parse_proc_modules(text) if text is not None else (None, 0)
+    if text is not None and (bad or not modules):
+        r.problem("proc/modules", "malformed", "%d line(s) are not module lines" % bad if bad else "empty")
+        modules = None
+    return {"count": len(modules) if modules is not None else None, "modules": modules}
 
 
 def read_nouveau(r, facts):

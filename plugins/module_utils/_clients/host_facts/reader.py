@@ -18,6 +18,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import mmap
 import os
 import re
 
@@ -174,6 +175,22 @@ class Reader(object):
             self.problem(rel, "malformed", "binary data (NUL bytes) in a text file")
             return None
         return data.decode("utf-8", "replace")
+
+    def scan(self, rel, marker, length):
+        """``length`` bytes of file ``rel`` from the first ``marker`` in it (memory-mapped: a large binary is not
+        read whole); None when absent, unreadable (a problem) or without the marker."""
+        path = self.locate(rel)
+        if path is None:
+            return None
+        try:
+            with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                at = data.find(marker)
+                return data[at : at + length] if at >= 0 else None
+        except ValueError:  # an empty file cannot be mapped: no marker in it
+            return None
+        except (IOError, OSError) as exc:
+            self._failed(rel, exc, False)
+            return None
 
     def listdir(self, rel):
         """Sorted names; [] when absent, None (a problem) when unreadable."""
