@@ -47,9 +47,11 @@ def _config_versions(ctx, opts):
     rt = fact(ctx, "gpu_host", "container_runtime", default={}) or {}
     if rt.get("name") != "containerd":
         return na("container runtime is %s" % (rt.get("name") or "not detected"))
-    files = rt.get("config_files")
-    if files is None:
+    if unknown_in(rt, "config_files"):
         return unknown(ctx, "the version of each containerd config file", str(rt.get("config_path")))
+    files = rt.get("config_files")
+    if not files:
+        return na("the host facts list no containerd config file (gathered before gpu_host_facts read them)")
     root, most = files[0], compat.containerd_config_max(rt.get("version"))
     wrong = [
         "%s is version %s, newer than root config version %s" % (f["path"], f["version"], root["version"])
