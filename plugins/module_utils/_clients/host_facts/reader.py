@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
 import json
 import mmap
 import os
@@ -43,6 +44,8 @@ try:
     _YAML_LOADER = getattr(_yaml, "CSafeLoader", _yaml.SafeLoader)  # libyaml when PyYAML was built with it
 except ImportError:  # PyYAML is not required on the target
     _yaml = None
+
+_NOFOLLOW = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 #: Kernel file systems: when one is not in the host root, nothing below it is known (not even absence).
 PSEUDO = ("proc", "sys", "dev")
@@ -160,21 +163,43 @@ class Reader(object):
     def read(self, rel, required=False, binary=False):
         """Content, or None when absent (a problem only if required), unreadable or, for text, binary (NUL bytes:
         a zeroed or corrupted file; always a problem)."""
-        path = self.locate(rel, required)
-        if path is None:
-            return None
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except (IOError, OSError) as exc:
-            self._failed(rel, exc, required)
-            return None
-        if binary:
+        data = self._content(rel.strip("/"), required)
+        if data is None or binary:
             return data
         if b"\0" in data:
             self.problem(rel, "malformed", "binary data (NUL bytes) in a text file")
             return None
         return data.decode("utf-8", "replace")
+
+    def _content(self, rel, required):
+        """The bytes of file ``rel``. Its directory is resolved (once per collection) and the file opened with
+        ``O_NOFOLLOW``: a plain file costs one ``open``; a link (ELOOP), an absent file or a directory that did
+        not resolve cleanly takes the full walk of :meth:`locate`, which records why."""
+        parent, _sep, name = rel.rpartition("/")
+        base = self.paths.walk(parent) if parent else None
+        fd = None
+        if base is None or base.path is not None and not base.outside:
+            try:
+                fd = os.open(self.paths.host((base.path + "/" if base and base.path else "") + name), _NOFOLLOW)
+            except OSError as exc:
+                if exc.errno not in _ABSENT + (errno.ELOOP,):
+                    self._failed(rel, exc, required)
+                    return None
+        if fd is None:
+            path = self.locate(rel, required)
+            if path is None:
+                return None
+            try:
+                fd = os.open(path, _NOFOLLOW)
+            except OSError as exc:
+                self._failed(rel, exc, required)
+                return None
+        try:
+            with os.fdopen(fd, "rb") as f:
+                return f.read()
+        except (IOError, OSError) as exc:  # a directory: EISDIR
+            self._failed(rel, exc, required)
+            return None
 
     def scan(self, rel, marker, length):
         """``length`` bytes of file ``rel`` from the first ``marker`` in it (memory-mapped: a large binary is not

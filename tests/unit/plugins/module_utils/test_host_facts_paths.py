@@ -145,13 +145,19 @@ PROBES = ("etc/os-release", "run/cdi", "var/run/cdi", "proc/cmdline", "sys/modul
 @contextmanager
 def watched(calls):
     """Every path handed to open, os.open, os.lstat, os.stat, os.listdir, os.scandir and os.readlink, in
-    ``calls`` as (function, path)."""
+    ``calls`` as (function, path); an os.open with O_NOFOLLOW is told apart (it never follows a last link)."""
     originals = {name: getattr(os, name) for name in ("open", "lstat", "stat", "listdir", "scandir", "readlink")}
     original_open = builtins.open
 
     def spy(name, fn):
         def call(path, *args, **kwargs):
-            calls.append((name, os.fsdecode(path) if isinstance(path, (str, bytes)) else path))
+            nofollow = name == "open" and bool(args and args[0] & os.O_NOFOLLOW)
+            calls.append(
+                (
+                    name + "(O_NOFOLLOW)" if nofollow else name,
+                    os.fsdecode(path) if isinstance(path, (str, bytes)) else path,
+                )
+            )
             return fn(path, *args, **kwargs)
 
         return call
@@ -177,7 +183,7 @@ def confined(root, calls):
     for name, path in calls:
         if not isinstance(path, str) or not inside(root, path):
             bad.append((name, path))
-        elif name not in ("lstat", "readlink") and os.path.islink(path):
+        elif name not in ("lstat", "readlink", "open(O_NOFOLLOW)") and os.path.islink(path):
             bad.append((name, path + " (a link, followed by the call)"))
     return bad
 
