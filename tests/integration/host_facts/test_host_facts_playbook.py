@@ -175,6 +175,10 @@ def test_health_verdicts_across_the_fleet(results):
         "hgx-docker": "ok",
         "k3s-operator": "warning",
         "vfio-passthrough": None,
+        "container-root-links": "ok",
+        "containerd2-mixed": "ok",
+        "containerd17-nri": "ok",
+        "secureboot-unsigned": "ok",
     }
     lost = results["rke2-gpu-lost"]["nvidia_gpu"]["gpus"][4]
     assert lost["error"]["reason"] == "gpu_lost" and lost["index"] == 4
