@@ -6,6 +6,9 @@ The cost of a play is its wall time minus an empty play on the same hosts (proce
 so the ratio compares the work of the tasks. Prints figures; never run from the test suite.
 
     .venv/bin/python bench/host_facts.py [--hosts 50] [--repeat 3]
+
+``--in-process N`` times gpu_host_facts' ``collect()`` alone over every tree, best of N rounds, from the collection
+root given (``--collections``, default build/collections; point it at another checkout's to compare).
 """
 
 from __future__ import annotations
@@ -34,6 +37,10 @@ PROFILE = {
     "hgx-h100-docker-containerd": "h100-sxm-8",
     "k3s-operator-driver": "a100-mig-8",
     "rke2-vfio-passthrough": "driver-not-loaded",
+    "ubuntu2404-container-root-links": "l40s-4",
+    "ubuntu2404-containerd2-mixed-dropin": "l40s-4",
+    "ubuntu2204-containerd17-nri": "l40s-4",
+    "ubuntu2204-secureboot-unsigned": "l40s-4",
 }
 
 PLAYS = {
@@ -57,7 +64,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hosts", type=int, default=50)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--in-process", type=int, metavar="N", help="time collect() alone, best of N rounds")
+    ap.add_argument("--collections", default=str(ROOT / "build/collections"))
     args = ap.parse_args()
+    if args.in_process:
+        return in_process(args.in_process, args.collections)
     subprocess.run(["make", "-s", "-C", str(ROOT / "tests/sim/nvml")], check=True)
     work = Path(tempfile.mkdtemp(prefix="gpuops-bench-"))
     coll = work / "collections/ansible_collections/gpuops"
@@ -112,6 +123,21 @@ def main():
         f"gpu_host_facts+nvidia_gpu_facts {best['gpuops_facts']:7.2f} s  -> {1000 * ours / n:6.1f} ms/host over empty"
     )
     print(f"ratio (both modules / setup min, per host) = {ours / setup:.2f}")
+
+
+def in_process(rounds, collections):
+    """Print the best time of ``rounds`` rounds of collect() over every tree, per tree."""
+    sys.path.insert(0, collections)
+    from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.facts import collect
+
+    roots = [str(ROOT / "tests/sim/hosts" / t) for t in TREES]
+    best = None
+    for _unused in range(rounds):
+        t0 = time.perf_counter()
+        for root in roots:
+            collect(root)
+        best = min(best or 1e9, time.perf_counter() - t0)
+    print(f"collect() from {collections}: {len(roots)} trees, best of {rounds}: {1000 * best / len(roots):.2f} ms/tree")
 
 
 if __name__ == "__main__":

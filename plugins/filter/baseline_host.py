@@ -26,7 +26,8 @@ options:
   options:
     description:
       - C(operator_version), C(driver_policy), C(driver_version), C(kernel_module_type), C(use_precompiled),
-        C(cuda_version), C(toolkit_env), C(skip), C(severity), C(user_checks) (the role's C(gpu_baseline_*) variables).
+        C(precompiled_tags), C(cuda_version), C(toolkit_env), C(skip), C(severity), C(user_checks) (the role's
+        C(gpu_baseline_*) variables).
     type: dict
     required: true
 extends_documentation_fragment:

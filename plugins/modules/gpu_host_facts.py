@@ -15,6 +15,9 @@ short_description: Gather GPU-relevant host facts from kernel, OS, PCI and conta
 description:
   - Reads files under O(host_root) only (C(/proc), C(/sys), C(/dev), C(/etc), C(/run), C(/var), C(/usr), C(/lib),
     C(/boot)); runs no commands.
+  - Every path is resolved inside O(host_root) as C(chroot) would resolve it, whatever the links in it say - an
+    absolute link target is read from O(host_root) (never from the machine running the module), C(..) stops at
+    O(host_root), a loop ends; a link that climbs above O(host_root) or points nowhere is a problem.
   - Kernel release, version, architecture and the path of the headers for the running kernel; C(/etc/os-release);
     the kernel command line; loaded modules (nvidia, nvidia_uvm, nvidia_modeset, nvidia_drm, nvidia_peermem, nouveau,
     vfio_pci) with refcounts; nouveau blacklisting; C(/proc/driver/nvidia/version) (version, open or proprietary);
@@ -90,8 +93,9 @@ ansible_facts:
           returned: always
         kernel:
           description:
-            - C(release), C(version), C(architecture) (C(/proc/sys/kernel/arch), else the kernel config, else the
-              release name), C(headers_present), C(headers_path).
+            - C(release), C(version), C(architecture) (C(/proc/sys/kernel/arch), else the NVIDIA module's or the
+              kernel's build line, else the kernel config, else the release name), C(headers_present),
+              C(headers_path).
           type: dict
           returned: always
           sample: {release: 5.15.0-124-generic, architecture: x86_64, headers_present: true}
@@ -100,12 +104,27 @@ ansible_facts:
           type: dict
           returned: always
           sample: {id: ubuntu, version_id: "22.04"}
+        precompiled_driver:
+          description:
+            - C(kernel), C(os_tag) and C(tag_pattern), the precompiled driver image tag the operator looks for
+              (C(<branch>-<kernel>-<os>)).
+          type: dict
+          returned: always
+          sample: {kernel: 6.8.0-51-generic, os_tag: ubuntu24.04, tag_pattern: <branch>-6.8.0-51-generic-ubuntu24.04}
         cmdline:
-          description: C(raw) kernel command line (V(null) when unread) and parsed C(args).
+          description:
+            - C(raw) kernel command line and parsed C(args) (V(null) when unread or empty); repeated
+              C(modprobe.blacklist=) values add up, as libkmod reads them.
           type: dict
           returned: always
         modules:
           description: Per module name, C(loaded) and C(refcount).
+          type: dict
+          returned: always
+        loaded_modules:
+          description:
+            - From C(/proc/modules), C(count) and C(modules) (every loaded module, C(name), C(size), C(refcount),
+              C(used_by), C(state), C(taints)).
           type: dict
           returned: always
         nouveau:
@@ -121,7 +140,9 @@ ansible_facts:
           type: dict
           returned: always
         secure_boot:
-          description: C(efi) (booted by EFI) and C(enabled).
+          description:
+            - C(efi) (booted by EFI), C(enabled), C(mok_keys) (SHA-1 fingerprints of the enrolled MOK keys) and
+              C(nvidia_module_signed) (the loaded nvidia module carries no unsigned taint on a kernel that checks).
           type: dict
           returned: always
         pci:
@@ -136,7 +157,9 @@ ansible_facts:
           type: dict
           returned: always
         iommu:
-          description: C(enabled), C(groups) (count), C(cmdline) (IOMMU kernel arguments).
+          description:
+            - C(enabled), C(groups) (count), C(cmdline) (IOMMU kernel arguments), C(group_devices) (group to PCI
+              addresses).
           type: dict
           returned: always
         devices:
@@ -161,7 +184,10 @@ ansible_facts:
               V(system)), C(socket), C(socket_present), C(config) (C(runtimes), C(default_runtime),
               C(nvidia_runtime), C(nvidia_runtimes) (per handler C(binary), C(runtime_type), C(systemd_cgroup)),
               C(cdi_enabled), and per runtime more), C(template_path), C(template) (C(extends_base), C(config)),
-              C(docker) (C(daemon.json) summary whenever it exists).
+              C(docker) (C(daemon.json) summary whenever it exists), C(version) and C(version_source) (dpkg status
+              or the binary's Go build information), C(config_files) (containerd's root config and each import,
+              C(path), C(version), C(runtimes), C(default_runtime), C(cdi_enabled), C(nri_enabled)),
+              C(system_config_present).
           type: dict
           returned: always
         cdi:
@@ -190,8 +216,8 @@ ansible_facts:
           returned: always
         problems:
           description:
-            - Sources that were missing, unreadable, malformed or dangling, or for which no parser is installed, with
-              C(source), C(reason), C(detail).
+            - Sources that were missing, unreadable, malformed, dangling, outside O(host_root) or in a link loop, or
+              for which no parser is installed, with C(source), C(reason), C(detail).
           type: list
           elements: dict
           returned: always

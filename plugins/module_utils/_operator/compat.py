@@ -163,6 +163,29 @@ def nri_runtime(operator_version, runtime_version):
     )
 
 
+def containerd_config_max(containerd_version):
+    """The highest containerd config ``version`` a containerd of ``containerd_version`` reads; None when the
+    version is unknown."""
+    v = version_tuple(containerd_version)
+    if not v:
+        return None
+    for low, high, most in data.CONTAINERD_CONFIG_VERSIONS["ranges"]:
+        if version_tuple(low) <= v and (high is None or v < version_tuple(high)):
+            return most
+    return None
+
+
+def precompiled_tag(operator_version, branch, kernel, os_id, version_id):
+    """The precompiled driver image tag operator ``operator_version`` looks for: ``<branch>-<kernel>-<os>``."""
+    row = data.PRECOMPILED
+    version = str(version_id)
+    if os_id in row["os_major_ids"] and version_tuple(release_key(operator_version)) >= version_tuple(
+        row["os_major_from"]
+    ):
+        version = version.split(".", 1)[0]
+    return "%s-%s-%s%s" % (branch, kernel, os_id, version)
+
+
 def driver_at_least(driver_version, minimum):
     """``"580.65.06" >= "580"`` is True: a bare branch minimum means any driver of that branch or later."""
     dv = version_tuple(driver_version)

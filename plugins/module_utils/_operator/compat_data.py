@@ -248,3 +248,20 @@ KERNEL_MODULE_TYPE_AUTO_MIN_DRIVER = {
     "version": "570.124.06",
     "source": "values.yaml driver.kernelModuleType comment (gpu-operator.md s2, s14 item 13)",
 }
+
+#: containerd release -> the highest config ``version`` it reads ([from, below) over full versions). containerd
+#: 1.x stops at 2 ("unsupported config version: 3"); 2.x refuses an imported drop-in whose version is higher than
+#: the root config's ("drop-in config version 4 higher than root config version 2").
+CONTAINERD_CONFIG_VERSIONS = {
+    "ranges": [["0", "2", 2], ["2", "2.3", 3], ["2.3", None, 4]],
+    "source": "containerd RELEASES.md (config version 3 from 2.0, version 4 from 2.3.0); NVIDIA/gpu-operator#2060,"
+    " NVIDIA/aicr#1688 (the toolkit's drop-in of a newer version than the root config)",
+}
+
+#: Precompiled driver images: ``<branch>-<kernel release>-<ID><VERSION_ID>``; from ``os_major_from`` RHEL-like
+#: IDs use the major version only (``rhel9``).
+PRECOMPILED = {
+    "os_major_from": "26.7",
+    "os_major_ids": ["rhel", "rocky"],
+    "source": "gpu-operator.md s11 (nvidiadriver_types.go:607-688; #690, #1203)",
+}

@@ -45,6 +45,10 @@ INVENTORY = {
     "hgx-docker": ("hgx-h100-docker-containerd", "h100-sxm-8", True),
     "k3s-operator": ("k3s-operator-driver", "a100-mig-8", True),
     "vfio-passthrough": ("rke2-vfio-passthrough", "driver-not-loaded", True),
+    "container-root-links": ("ubuntu2404-container-root-links", "l40s-4", True),
+    "containerd2-mixed": ("ubuntu2404-containerd2-mixed-dropin", "l40s-4", True),
+    "containerd17-nri": ("ubuntu2204-containerd17-nri", "l40s-4", True),
+    "secureboot-unsigned": ("ubuntu2204-secureboot-unsigned", "l40s-4", True),
 }
 
 PLAYBOOK = """
@@ -171,6 +175,10 @@ def test_health_verdicts_across_the_fleet(results):
         "hgx-docker": "ok",
         "k3s-operator": "warning",
         "vfio-passthrough": None,
+        "container-root-links": "ok",
+        "containerd2-mixed": "ok",
+        "containerd17-nri": "ok",
+        "secureboot-unsigned": "ok",
     }
     lost = results["rke2-gpu-lost"]["nvidia_gpu"]["gpus"][4]
     assert lost["error"]["reason"] == "gpu_lost" and lost["index"] == 4

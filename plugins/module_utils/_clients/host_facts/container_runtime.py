@@ -23,7 +23,11 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_
     crio_summary,
     deep_merge,
     docker_summary,
+    file_settings,
     template_toml,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.runtime_versions import (
+    runtime_version,
 )
 
 SYSTEM_CONTAINERD = ("etc/containerd/config.toml", "/run/containerd/containerd.sock")
@@ -134,6 +138,10 @@ def read_container_runtime(r, facts):
         "template_path": None,
         "template": None,
         "docker": docker_summary(daemon) if daemon is not None else None,
+        "version": None,
+        "version_source": None,
+        "config_files": None,
+        "system_config_present": r.present(SYSTEM_CONTAINERD[0]),
     }
     found = _containerd(r, distro)
     ctd = r.present(found[0]) if found else False
@@ -141,13 +149,15 @@ def read_container_runtime(r, facts):
     docker = r.present(DOCKER[0])
     if ctd or found and (crio, docker) == (False, False):
         out.update({"name": "containerd", "config_path": "/" + found[0], "socket": found[1], "config_source": found[2]})
-        out["config"] = _containerd_config(r, found[0])
+        out["config"], out["config_files"] = _containerd_config(r, found[0])
+        out.update(_version(r, "containerd", distro))
         if distro in RANCHER and found[2] == "distribution" and r.exists(TEMPLATE % distro):
             out["template_path"] = "/" + TEMPLATE % distro
             out["template"] = _template(r, TEMPLATE % distro)
     elif crio:
         out.update({"name": "cri-o", "config_path": "/" + CRIO[0], "socket": CRIO[2], "config_source": "system"})
         out["config"] = _crio_config(r)
+        out.update(_version(r, "cri-o", None))
     elif docker:
         out.update({"name": "docker", "config_path": "/" + DOCKER[0], "socket": DOCKER[1], "config_source": "system"})
         out["config"] = out["docker"]
@@ -156,24 +166,31 @@ def read_container_runtime(r, facts):
     return out
 
 
+def _version(r, name, distro):
+    found = runtime_version(r, name, distro)
+    return {"version": found["version"], "version_source": found["source"]}
+
+
 def _containerd_config(r, rel):
-    """The summary of a containerd config with its ``imports`` merged in; None (a problem) when missing,
-    unreadable or malformed."""
+    """(the summary of a containerd config with its ``imports`` merged in, the settings of each file: the root
+    first, then every import in the order containerd reads them); (None, None) when one is missing, unreadable
+    or malformed (a problem)."""
     cfg = r.toml(rel, required=True)
     if not isinstance(cfg, dict):
-        return None
-    merged = cfg
+        return None, None
+    merged, files = cfg, [file_settings("/" + rel, cfg)]
     imports = cfg.get("imports") if isinstance(cfg.get("imports"), list) else []
     for pattern in imports:
-        matches = _glob(r, str(pattern))
+        matches = _glob(r, os.path.join("/" + os.path.dirname(rel), str(pattern)))  # relative to the root config
         if matches is None:
-            return None
+            return None, None
         for extra in matches:
             sub = r.toml(extra)
             if sub is None:
-                return None
-            merged = deep_merge(merged, sub)
-    return containerd_summary(merged)
+                return None, None
+            merged = deep_merge(merged, {k: v for k, v in sub.items() if k not in ("version", "imports")})
+            files.append(file_settings("/" + extra, sub))
+    return containerd_summary(merged), files
 
 
 def _template(r, rel):

@@ -32,8 +32,10 @@ FIX = "set host_root to where the host's / is mounted (/ on the host itself, for
 READERS = (
     ("kernel", kernel.read_kernel),
     ("os", system.read_os),
+    ("precompiled_driver", system.read_precompiled_driver),
     ("cmdline", kernel.read_cmdline),
     ("modules", kernel.read_modules),
+    ("loaded_modules", kernel.read_loaded_modules),
     ("nouveau", kernel.read_nouveau),
     ("nvidia_driver", kernel.read_nvidia_driver),
     ("secure_boot", system.read_secure_boot),

@@ -103,15 +103,23 @@ def option(r, module, name):
     return _config(r)["options"].get(module, {}).get(name)
 
 
+def option_known(r):
+    """True when every modprobe.d file was read (an option not set is then definitely not set)."""
+    return _config(r)["complete"]
+
+
 def blacklisted(r, facts, module):
-    """(by modprobe.d, by a kernel argument, the modprobe.d files naming the module); each tri-state."""
+    """(by modprobe.d, by a kernel argument, the modprobe.d files naming the module); each tri-state (the files
+    None when none was found and a file could not be read). Kernel arguments are compared as the kernel compares
+    them (``-`` and ``_`` alike) and repeats of ``modprobe.blacklist`` are already merged (kernel.parse_cmdline)."""
     cfg = _config(r)
     by_modprobe = True if module in cfg["blacklisted"] else (False if cfg["complete"] else None)
-    by_cmdline = None
-    if facts["cmdline"]["raw"] is not None:
-        args = facts["cmdline"]["args"]
-        by_cmdline = any(module in str(args.get(k, "")).split(",") for k in CMDLINE_BLACKLISTS)
-    return by_modprobe, by_cmdline, cfg["files"].get(module, [])
+    by_cmdline, args = None, facts["cmdline"]["args"]
+    if args is not None:
+        values = ",".join(str(v) for k, v in args.items() if k.replace("-", "_") in CMDLINE_BLACKLISTS)
+        by_cmdline = module in values.replace("-", "_").split(",")
+    files = cfg["files"].get(module)
+    return by_modprobe, by_cmdline, files or ([] if cfg["complete"] else None)
 
 
 def is_blacklisted(r, facts, module):

@@ -43,8 +43,12 @@ def parse_kv(text):
 def read_cdi(r, facts):
     """CDI spec files (path, kind, cdiVersion, device names) and whether an ``nvidia.com/*`` spec is among them
     (None when a spec or directory could not be read)."""
-    specs, listed = [], True
+    specs, listed, seen = [], True, set()
     for d in CDI_DIRS:
+        where = r.resolve(d)
+        if where is not None and where in seen:
+            continue  # /var/run is /run on most hosts: one directory, listed once
+        seen.add(where)
         names = r.listdir(d)
         listed = listed and names is not None
         for name in names or []:
@@ -54,7 +58,7 @@ def read_cdi(r, facts):
             elif name.endswith((".yaml", ".yml")):
                 specs.append(_cdi_spec(r, rel, r.yaml(rel)))
     kinds = [str(s["kind"]).startswith("nvidia.com/") if s["kind"] else None for s in specs]
-    return {"specs": specs, "nvidia": tri_any(kinds + ([] if listed else [None]))}
+    return {"specs": specs if listed else None, "nvidia": tri_any(kinds + ([] if listed else [None]))}
 
 
 def _cdi_spec(r, rel, data):
@@ -96,7 +100,7 @@ def read_operator_driver(r, facts):
     root = DEFAULT_DRIVER_ROOT.lstrip("/")
     libs = ["%s/%s/%s" % (root, d, SONAME) for d in LIB_DIRS]
     present = r.present(root)
-    lib = r.first(libs)[0] if present else None
+    lib = r.first_resolved(libs) if present else None  # a dangling link is no library
     return {"root": DEFAULT_DRIVER_ROOT, "present": present, "nvml_library": "/" + lib if lib else None}
 
 

@@ -19,6 +19,7 @@ import re
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.modprobe import (
     is_blacklisted,
     option,
+    option_known,
 )
 
 NVIDIA_VENDOR = "0x10de"
@@ -71,8 +72,7 @@ def _device(r, addr):
         "numa_node": None,
         "iommu_group": None,
     }
-    if r.resolve(d) is None:
-        r.problem(d, "dangling", "links to %s" % r.readlink(d))
+    if r.resolve(d) is None:  # dangling (the reader's problem) or unreadable
         return out
     vendor = _sysfs_value(r, d + "/vendor", HEX_RE)
     if vendor is not None and vendor != NVIDIA_VENDOR:
@@ -100,7 +100,7 @@ def read_pci(r, facts):
     devices = [dev for dev in (_device(r, a) for a in addrs or []) if dev is not None]
     kinds = [d["kind"] for d in devices]
     return {
-        "devices": devices,
+        "devices": devices if addrs is not None else None,
         "gpu_count": kinds.count("gpu") if addrs is not None else None,
         "nvswitch_count": kinds.count("nvswitch") if addrs is not None else None,
         "unresolved_count": kinds.count(None) if addrs is not None else None,
@@ -123,8 +123,22 @@ def read_iommu(r, facts):
     return {
         "enabled": bool(groups) if groups is not None else None,
         "groups": len(groups) if groups is not None else None,
-        "cmdline": {k: args[k] for k in IOMMU_ARGS if k in args},
+        "cmdline": {k: args[k] for k in IOMMU_ARGS if k in args} if args is not None else None,
+        "group_devices": _group_devices(r, groups),
     }
+
+
+def _group_devices(r, groups):
+    """``{group: [PCI addresses]}`` from ``sys/kernel/iommu_groups/<n>/devices`` (sysfs has no dot files: a
+    ``.keep`` is not a device); None when the groups are unknown, a group's list None when its directory could
+    not be read."""
+    if groups is None:
+        return None
+    out = {}
+    for group in groups:
+        names = r.listdir("sys/kernel/iommu_groups/%s/devices" % group)
+        out[group] = [n for n in names if not n.startswith(".")] if names is not None else None
+    return out
 
 
 def read_devices(r, facts):
@@ -135,8 +149,7 @@ def read_devices(r, facts):
         target = r.readlink("dev/char/" + name)
         if target and os.path.basename(target).startswith("nvidia"):
             links[name] = target
-            if not r.resolves("dev/char/" + name):
-                r.problem("dev/char/" + name, "dangling", "links to %s" % target)
+            if not r.resolves("dev/char/" + name):  # the reader records the dangling link
                 dangling.append(name)
     linked = {os.path.basename(t) for t in links.values()}
     nvidia = None if nodes is None else [n for n in nodes if n.startswith("nvidia")]
@@ -145,7 +158,7 @@ def read_devices(r, facts):
         "nodes": nvidia,
         "char_links": links if names is not None else None,
         "char_links_missing": sorted(n for n in nvidia if n != "nvidia-caps" and n not in linked) if known else None,
-        "char_links_dangling": dangling,
+        "char_links_dangling": dangling if names is not None else None,
     }
 
 
@@ -153,6 +166,7 @@ def read_vfio(r, facts):
     """Passthrough: NVIDIA devices bound to vfio-pci with their IOMMU group and /dev/vfio node, the /dev/vfio
     entries, the vfio-pci ids (kernel argument or modprobe.d) and whether nvidia and nouveau are blacklisted."""
     entries = r.listdir("dev/vfio")
+    pci = facts["pci"]
     bound = [
         {
             "address": d["address"],
@@ -160,17 +174,26 @@ def read_vfio(r, facts):
             "iommu_group": d["iommu_group"],
             "dev_node": d["iommu_group"] in entries if entries is not None and d["iommu_group"] else None,
         }
-        for d in facts["pci"]["devices"]
+        for d in pci["devices"] or []
         if d["driver"] == "vfio-pci"
     ]
-    args = facts["cmdline"]["args"]
-    ids = args.get("vfio-pci.ids") or args.get("vfio_pci.ids") or option(r, "vfio_pci", "ids")
+    known = pci["devices"] is not None and not pci["unresolved_count"]  # an unresolved device may be bound
     return {
         "module_loaded": facts["modules"]["vfio_pci"]["loaded"],
-        "devices": bound,
-        "gpu_count": sum(1 for d in bound if d["kind"] == "gpu"),
+        "devices": bound if pci["devices"] is not None else None,
+        "gpu_count": sum(1 for d in bound if d["kind"] == "gpu") if known else None,
         "dev_entries": entries,
-        "ids": str(ids).split(",") if ids else [],
+        "ids": _vfio_ids(r, facts),
         "nvidia_blacklisted": is_blacklisted(r, facts, "nvidia"),
         "nouveau_blacklisted": is_blacklisted(r, facts, "nouveau"),
     }
+
+
+def _vfio_ids(r, facts):
+    """The ``ids`` option of vfio-pci from the command line, else modprobe.d; None when neither could be read
+    whole."""
+    args = facts["cmdline"]["args"]
+    ids = (args or {}).get("vfio-pci.ids") or (args or {}).get("vfio_pci.ids") or option(r, "vfio_pci", "ids")
+    if ids:
+        return str(ids).split(",")
+    return [] if args is not None and option_known(r) else None

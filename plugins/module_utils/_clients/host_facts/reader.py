@@ -19,8 +19,16 @@ __metaclass__ = type
 
 import errno
 import json
+import mmap
 import os
 import re
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.paths import (
+    ABSENT as _ABSENT,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.paths import (
+    Paths,
+)
 
 try:
     import tomllib as _toml
@@ -37,27 +45,31 @@ try:
 except ImportError:  # PyYAML is not required on the target
     _yaml = None
 
+_NOFOLLOW = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
 #: Kernel file systems: when one is not in the host root, nothing below it is known (not even absence).
 PSEUDO = ("proc", "sys", "dev")
-_ABSENT = (errno.ENOENT, errno.ENOTDIR)
-_MAX_LINKS = 16
 
 
 class Reader(object):
-    """File access relative to host_root; records problems instead of raising."""
+    """File access relative to host_root, every path resolved inside it (:mod:`paths`); records problems instead
+    of raising."""
 
     def __init__(self, host_root="/"):
         self.root = host_root or "/"
+        self.paths = Paths(self.root)
         self.problems = []
+        self._noted = set()
         self._absent = set()
         self._mounted = {}
         self._memo = {}
 
-    def path(self, rel):
-        return os.path.join(self.root, rel.lstrip("/"))
-
     def problem(self, rel, reason, detail=None):
-        self.problems.append({"source": "/" + rel.lstrip("/"), "reason": reason, "detail": detail})
+        """Record a problem of source ``rel`` (once per source, reason and detail)."""
+        entry = ("/" + rel.lstrip("/"), reason, detail)
+        if entry not in self._noted:
+            self._noted.add(entry)
+            self.problems.append({"source": entry[0], "reason": reason, "detail": detail})
 
     def memo(self, key, compute):
         """``compute(self)`` once per collection (a source several facts read)."""
@@ -71,9 +83,10 @@ class Reader(object):
         if top not in PSEUDO:
             return True
         if top not in self._mounted:
+            walk = self.paths.walk(top)
+            reason = "missing" if walk.failure is None or walk.failure[0] != "unreadable" else "unreadable"
             try:
-                self._mounted[top] = bool(os.listdir(self.path(top)))
-                reason = "missing"
+                self._mounted[top] = walk.path is not None and bool(os.listdir(self.paths.host(walk.path)))
             except OSError as exc:
                 self._mounted[top] = False
                 reason = "missing" if exc.errno in _ABSENT else "unreadable"
@@ -81,11 +94,36 @@ class Reader(object):
                 self.problem(top, reason, "/%s is not mounted in the host root; facts read from it are unknown" % top)
         return self._mounted[top]
 
-    def _failed(self, rel, exc, required):
-        """Record why ``rel`` could not be opened; an absent file is remembered as absent (see :meth:`absent`)."""
-        if getattr(exc, "errno", None) in _ABSENT:
+    def locate(self, rel, required=False, follow=True):
+        """The host path ``rel`` resolves to inside the root (:meth:`Paths.walk`); None when it cannot be reached:
+        absent (remembered, see :meth:`absent`; a problem only if ``required``), a link dangling (absent, a
+        problem naming the link), a loop or an unreadable directory (unknown, a problem). A link whose ``..``
+        climbs above the root is read clamped at the root, with a problem."""
+        rel = rel.strip("/")
+        walk = self.paths.walk(rel, follow)
+        for link, target in walk.outside:
+            self.problem(link, "outside_root", "links to %s, above host_root; read as chroot would" % target)
+        if walk.failure is None:
+            return self.paths.host(walk.path)
+        reason, source, detail = walk.failure
+        if reason in ("absent", "dangling"):
             if self.mounted(rel):
                 self._absent.add(rel)
+                if reason == "dangling":
+                    self.problem(source, reason, detail)
+                elif required:
+                    self.problem(rel, "missing", detail)
+        elif reason == "unreadable" and (rel == source or rel.startswith(source + "/")):
+            self.problem(rel, reason, detail)  # a directory on its own path: name the file that was wanted
+        else:
+            self.problem(source, reason, detail)  # a link's target (or a loop): name where it stopped
+        return None
+
+    def _failed(self, rel, exc, required):
+        """Record why the resolved ``rel`` could not be opened (gone since it was resolved, or unreadable)."""
+        if getattr(exc, "errno", None) in _ABSENT:
+            if self.mounted(rel):
+                self._absent.add(rel.strip("/"))
                 if required:
                     self.problem(rel, "missing", exc.strerror)
         else:
@@ -93,18 +131,15 @@ class Reader(object):
 
     def absent(self, rel):
         """True when a read, listdir or present of ``rel`` found it definitely absent (not merely unreadable)."""
-        return rel in self._absent
+        return rel.strip("/") in self._absent
 
     def present(self, rel):
         """True or False whether ``rel`` exists (a dangling link exists); None (a problem) when it cannot be told."""
         if not self.mounted(rel):
             return None
-        try:
-            os.lstat(self.path(rel))
+        if self.locate(rel, follow=False) is not None:
             return True
-        except OSError as exc:
-            self._failed(rel, exc, False)
-            return False if self.absent(rel) else None
+        return False if self.absent(rel) else None
 
     def first(self, rels):
         """(the first of ``rels`` that exists, True) or (None, False); (None, None) when none was found and one
@@ -117,6 +152,10 @@ class Reader(object):
             states.append(state)
         return None, (None if None in states else False)
 
+    def first_resolved(self, rels):
+        """The first of ``rels`` that resolves to a file or directory (a dangling link does not); None."""
+        return next((rel for rel in rels if self.resolves(rel)), None)
+
     def exists(self, rel):
         """Whether ``rel`` exists; unknown counts as no (for locating files, never for a fact)."""
         return bool(self.present(rel))
@@ -124,48 +163,86 @@ class Reader(object):
     def read(self, rel, required=False, binary=False):
         """Content, or None when absent (a problem only if required), unreadable or, for text, binary (NUL bytes:
         a zeroed or corrupted file; always a problem)."""
-        try:
-            with open(self.path(rel), "rb") as f:
-                data = f.read()
-        except (IOError, OSError) as exc:
-            self._failed(rel, exc, required)
-            return None
-        if binary:
+        data = self._content(rel.strip("/"), required)
+        if data is None or binary:
             return data
         if b"\0" in data:
             self.problem(rel, "malformed", "binary data (NUL bytes) in a text file")
             return None
         return data.decode("utf-8", "replace")
 
+    def _content(self, rel, required):
+        """The bytes of file ``rel``. Its directory is resolved (once per collection) and the file opened with
+        ``O_NOFOLLOW``: a plain file costs one ``open``; a link (ELOOP), an absent file or a directory that did
+        not resolve cleanly takes the full walk of :meth:`locate`, which records why."""
+        parent, _sep, name = rel.rpartition("/")
+        base = self.paths.walk(parent) if parent else None
+        fd = None
+        if base is None or base.path is not None and not base.outside:
+            try:
+                fd = os.open(self.paths.host((base.path + "/" if base and base.path else "") + name), _NOFOLLOW)
+            except OSError as exc:
+                if exc.errno not in _ABSENT + (errno.ELOOP,):
+                    self._failed(rel, exc, required)
+                    return None
+        if fd is None:
+            path = self.locate(rel, required)
+            if path is None:
+                return None
+            try:
+                fd = os.open(path, _NOFOLLOW)
+            except OSError as exc:
+                self._failed(rel, exc, required)
+                return None
+        try:
+            with os.fdopen(fd, "rb") as f:
+                return f.read()
+        except (IOError, OSError) as exc:  # a directory: EISDIR
+            self._failed(rel, exc, required)
+            return None
+
+    def scan(self, rel, marker, length):
+        """``length`` bytes of file ``rel`` from the first ``marker`` in it (memory-mapped: a large binary is not
+        read whole); None when absent, unreadable (a problem) or without the marker."""
+        path = self.locate(rel)
+        if path is None:
+            return None
+        try:
+            with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                at = data.find(marker)
+                return data[at : at + length] if at >= 0 else None
+        except ValueError:  # an empty file cannot be mapped: no marker in it
+            return None
+        except (IOError, OSError) as exc:
+            self._failed(rel, exc, False)
+            return None
+
     def listdir(self, rel):
         """Sorted names; [] when absent, None (a problem) when unreadable."""
+        path = self.locate(rel)
+        if path is None:
+            return [] if self.absent(rel) else None
         try:
-            return sorted(os.listdir(self.path(rel)))
+            return sorted(os.listdir(path))
         except (IOError, OSError) as exc:
             self._failed(rel, exc, False)
             return [] if self.absent(rel) else None
 
     def readlink(self, rel):
-        try:
-            return os.readlink(self.path(rel))
-        except (IOError, OSError):
+        """The target of link ``rel`` as written (None when ``rel`` is not a link or cannot be reached)."""
+        walk = self.paths.walk(rel.strip("/"), follow=False)
+        if walk.path is None:
             return None
+        kind, target = self.paths.kind(walk.path)
+        return target if kind == "link" else None
 
     def resolve(self, rel):
         """The root-relative path ``rel`` leads to, following links inside the host root (an absolute target and
-        ``..`` stop at the root, as in a chroot); None when a link dangles or loops (then :meth:`absent` is True
-        for ``rel``) or the lookup failed (a problem)."""
-        start = rel = rel.strip("/")
-        for _unused in range(_MAX_LINKS):
-            target = self.readlink(rel)
-            if target is None:
-                state = self.present(rel)
-                if state is False:
-                    self._absent.add(start)
-                return rel if state else None
-            rel = os.path.normpath(os.path.join("/", os.path.dirname(rel), target)).lstrip("/")
-        self._absent.add(start)
-        return None
+        ``..`` stop at the root, as in a chroot); None when a link dangles (then :meth:`absent` is True for
+        ``rel``), loops or the lookup failed (a problem)."""
+        if self.locate(rel) is None:
+            return None
+        return self.paths.walk(rel.strip("/")).path
 
     def resolves(self, rel):
         """True when ``rel`` exists once links inside the host root are followed."""

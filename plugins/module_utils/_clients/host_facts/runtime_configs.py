@@ -46,10 +46,7 @@ def containerd_summary(cfg):
     SystemdCgroup) of a parsed containerd config (v2, or v3 with its CRI runtime plugin)."""
     plugins = cfg.get("plugins") or {}
     version = cfg.get("version")
-    cri = _dict(
-        (get_in(plugins, "io.containerd.cri.v1.runtime") if version == 3 else None)
-        or get_in(plugins, "io.containerd.grpc.v1.cri")
-    )
+    cri = _cri(plugins, version)
     ctd = _dict(cri.get("containerd"))
     runtimes = _dict(ctd.get("runtimes"))
     default = ctd.get("default_runtime_name")
@@ -75,6 +72,32 @@ def containerd_summary(cfg):
         "nri_enabled": _containerd_nri(plugins, version),
         "imports": cfg.get("imports") if isinstance(cfg.get("imports"), list) else [],
     }
+
+
+def file_settings(path, cfg):
+    """What one containerd config file sets itself: its ``version`` (None when it has none: containerd reads it as
+    version 1), the runtimes and default runtime, CDI and NRI (None where the file leaves them unset)."""
+    plugins = _dict(cfg.get("plugins"))
+    cri = _cri(plugins, cfg.get("version"))
+    ctd = _dict(cri.get("containerd"))
+    disable = get_in(plugins, "io.containerd.nri.v1.nri", "disable")
+    return {
+        "path": path,
+        "version": cfg.get("version"),
+        "runtimes": sorted(_dict(ctd.get("runtimes"))),
+        "default_runtime": ctd.get("default_runtime_name"),
+        "cdi_enabled": _bool_or_none(cri.get("enable_cdi")),
+        "nri_enabled": (not disable) if isinstance(disable, bool) else None,
+    }
+
+
+def _cri(plugins, version):
+    """The CRI runtime plugin's table: ``io.containerd.cri.v1.runtime`` in a version 3 config, else (or when a
+    version 3 file still uses the old name) ``io.containerd.grpc.v1.cri``."""
+    return _dict(
+        (get_in(plugins, "io.containerd.cri.v1.runtime") if version == 3 else None)
+        or get_in(plugins, "io.containerd.grpc.v1.cri")
+    )
 
 
 def _containerd_nri(plugins, version):

@@ -14,15 +14,24 @@ __metaclass__ = type
 
 import configparser
 import fnmatch
+import hashlib
 import re
 import shlex
+import struct
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.reader import (
     parse_assignments,
     tri_any,
 )
 
-SECURE_BOOT_VAR = "sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+EFIVARS = "sys/firmware/efi/efivars"
+SECURE_BOOT_VAR = EFIVARS + "/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+#: shim's runtime copy of the Machine Owner Key list.
+MOK_LIST_VAR = EFIVARS + "/MokListRT-605dab50-e046-4300-abb6-3dd810dd8b23"
+#: EFI_CERT_X509_GUID a5c059a1-94e4-4aa7-87b5-ab155c2bf072, as stored (mixed-endian).
+EFI_CERT_X509_GUID = b"\xa1\x59\xc0\xa5\xe4\x94\xa7\x4a\x87\xb5\xab\x15\x5c\x2b\xf0\x72"
+#: Present when the kernel checks module signatures (CONFIG_MODULE_SIG).
+SIG_ENFORCE = "sys/module/module/parameters/sig_enforce"
 APT_CONF_D = "etc/apt/apt.conf.d"
 APT_UNATTENDED = "apt::periodic::unattended-upgrade"
 APT_BLACKLIST = "unattended-upgrade::package-blacklist"
@@ -95,24 +104,89 @@ def read_os(r, facts):
     return {
         "id": data.get("ID"),
         "version_id": data.get("VERSION_ID"),
-        "id_like": data.get("ID_LIKE", "").split(),
+        "id_like": data.get("ID_LIKE", "").split() if text is not None else None,
         "pretty_name": data.get("PRETTY_NAME"),
         "version_codename": data.get("VERSION_CODENAME"),
     }
 
 
+def read_precompiled_driver(r, facts):
+    """The parts of the precompiled driver image tag the GPU Operator looks for on this node, ``<branch>-<kernel
+    release>-<ID><VERSION_ID>`` (the branch is the driver's, not the host's: ``tag_pattern`` keeps it as
+    ``<branch>``); None each when the kernel release or os-release is unknown."""
+    release, os_ = facts["kernel"]["release"], facts["os"]
+    os_tag = "%s%s" % (os_["id"], os_["version_id"]) if os_["id"] and os_["version_id"] else None
+    return {
+        "kernel": release,
+        "os_tag": os_tag,
+        "tag_pattern": "<branch>-%s-%s" % (release, os_tag) if release and os_tag else None,
+    }
+
+
 def read_secure_boot(r, facts):
-    """Whether the host booted by EFI and whether Secure Boot is enabled (None when unknown)."""
-    efi = r.present("sys/firmware/efi")
+    """Whether the host booted by EFI and whether Secure Boot is enabled (None when unknown: efivarfs not mounted
+    in the root is unknown, not off), the SHA-1 fingerprints of the X.509 keys enrolled in the MOK list (as
+    ``mokutil --list-enrolled`` prints them) and whether the loaded nvidia module is signed."""
+    out = {"efi": None, "enabled": None, "mok_keys": None, "nvidia_module_signed": _nvidia_signed(r, facts)}
+    out["efi"] = efi = r.present("sys/firmware/efi")
     if not efi:
-        return {"efi": efi, "enabled": efi}
+        out.update({"enabled": efi, "mok_keys": [] if efi is False else None})
+        return out
+    if r.present(EFIVARS) is False:
+        r.problem(EFIVARS, "missing", "efivarfs is not mounted in the host root; Secure Boot is unknown")
+        return out
     raw = r.read(SECURE_BOOT_VAR, binary=True)
     state = secure_boot(raw)
     if raw is None and r.absent(SECURE_BOOT_VAR):
         state = False
     elif raw is not None and state is None:
         r.problem(SECURE_BOOT_VAR, "malformed", "expected 4 attribute bytes and a value byte 0 or 1")
-    return {"efi": True, "enabled": state}
+    out.update({"enabled": state, "mok_keys": _mok_keys(r)})
+    return out
+
+
+def _mok_keys(r):
+    """SHA-1 fingerprints of the X.509 certificates in MokListRT; [] when shim enrolled none (no variable)."""
+    raw = r.read(MOK_LIST_VAR, binary=True)
+    if raw is None:
+        return [] if r.absent(MOK_LIST_VAR) else None
+    keys = efi_x509_certificates(raw[4:])  # 4 attribute bytes, then EFI_SIGNATURE_LISTs
+    if keys is None:
+        r.problem(MOK_LIST_VAR, "malformed", "not a list of EFI signature lists")
+        return None
+    return [":".join("%02x" % b for b in bytearray(hashlib.sha1(der).digest())) for der in keys]  # nosec B324
+
+
+def efi_x509_certificates(data):
+    """The DER certificates of the X.509 entries of a run of EFI_SIGNATURE_LIST structures (UEFI 2.x, 32.4.1:
+    type GUID, list size, header size, signature size, header, then signatures of an owner GUID and the data);
+    None when ``data`` is not such a run."""
+    out, pos = [], 0
+    while pos < len(data):
+        if len(data) - pos < 28:
+            return None
+        kind = data[pos : pos + 16]
+        size, header, sig_size = struct.unpack_from("<III", data, pos + 16)
+        if size < 28 + header or pos + size > len(data) or sig_size <= 16 or (size - 28 - header) % sig_size:
+            return None
+        start = pos + 28 + header
+        for at in range(start, pos + size, sig_size):
+            if kind == EFI_CERT_X509_GUID:
+                out.append(bytes(data[at + 16 : at + sig_size]))
+        pos += size
+    return out
+
+
+def _nvidia_signed(r, facts):
+    """False when the loaded nvidia module carries the unsigned taint (``E``); True when it is loaded without it
+    on a kernel that checks module signatures (``/sys/module/module/parameters/sig_enforce`` exists); None when
+    it is not loaded or that cannot be told."""
+    nvidia = [m for m in facts["loaded_modules"]["modules"] or [] if m["name"] == "nvidia"]
+    if not nvidia:
+        return None
+    if "E" in nvidia[0]["taints"]:
+        return False
+    return True if r.present(SIG_ENFORCE) else None
 
 
 def read_unattended_upgrades(r, facts):

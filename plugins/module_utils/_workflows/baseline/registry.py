@@ -25,6 +25,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.bas
     driver_checks,
     host_checks,
     node_checks,
+    runtime_checks,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.model import (
     SEVERITIES,
@@ -37,7 +38,7 @@ POLICIES = ("operator-managed", "preinstalled")
 #: Every built-in check by id: each :class:`Check` the check modules define (with ``@check``).
 REGISTRY = {
     c.id: c
-    for module in (host_checks, driver_checks, node_checks, cluster_checks, drift, dra_checks)
+    for module in (host_checks, driver_checks, runtime_checks, node_checks, cluster_checks, drift, dra_checks)
     for c in vars(module).values()
     if isinstance(c, Check)
 }
@@ -60,6 +61,8 @@ def options(raw):
         "driver_version": raw.get("driver_version") or None,
         "kernel_module_type": raw.get("kernel_module_type") or "auto",
         "use_precompiled": bool(raw.get("use_precompiled")),
+        # None: the registry's tags are not known (the check names the tag to look for)
+        "precompiled_tags": None if raw.get("precompiled_tags") is None else [str(t) for t in raw["precompiled_tags"]],
         "cuda_version": raw.get("cuda_version") or None,
         "toolkit_env": dict(raw.get("toolkit_env") or {}),
         "nfd_enabled": raw.get("nfd_enabled", True) is not False,

@@ -25,6 +25,8 @@ import traceback
 from contextlib import contextmanager
 from pathlib import Path
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.paths import Paths
+
 GARBLE = b"\x00\x7fgarbled\x00\n"
 #: Capabilities that let root read any file.
 DAC_CAPS = "-dac_override,-dac_read_search"
@@ -99,13 +101,20 @@ def shape(facts):
     return {k: sorted(v) if isinstance(v, dict) else type(v).__name__ for k, v in facts.items()}
 
 
+def inside(root, rel):
+    """Where ``rel`` leads inside the tree, links resolved as chroot would (as gpu_host_facts reads it); where
+    the walk stopped when it leads nowhere."""
+    walk = Paths(str(root)).walk(rel.strip("/"))
+    return walk.path if walk.path is not None else walk.failure[1]
+
+
 def explained(root, rel, problems):
     """True when a problem's source is ``rel`` or lies below it (links resolved inside the tree)."""
-    damaged_path = os.path.realpath(os.path.join(root, rel))
+    damaged_path = inside(root, rel)
     for p in problems:
-        source = os.path.realpath(os.path.join(root, p["source"].lstrip("/")))
+        source = inside(root, p["source"])
         named = p["source"] == "/" + rel or p["source"].startswith("/" + rel + "/")
-        if named or source == damaged_path or source.startswith(damaged_path + os.sep):
+        if named or source == damaged_path or source.startswith(damaged_path + "/"):
             return True
     return False
 

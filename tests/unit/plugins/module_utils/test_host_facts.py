@@ -111,6 +111,7 @@ def reasons(facts):
 def minimal(root):
     """A root with /proc, /sys and /dev in it and nothing NVIDIA: every presence fact reads as a definite no."""
     write(root, "proc/cmdline", "ro quiet\n")
+    write(root, "proc/modules", "overlay 196608 0 - Live 0x0000000000000000\n")
     write(root, "proc/sys/kernel/osrelease", "6.8.0-48-generic\n")
     write(root, "proc/sys/kernel/arch", "x86_64\n")
     write(root, "sys/devices/system/node/online", "0\n")
@@ -124,7 +125,7 @@ def test_on_a_root_that_was_read_and_says_no_the_answers_are_false(tmp_path):
     assert f["nvidia_driver"]["loaded"] is False and f["modules"]["nouveau"]["loaded"] is False
     assert (f["nouveau"]["blacklisted_modprobe"], f["nouveau"]["blacklisted_cmdline"]) == (False, False)
     assert (f["secure_boot"], f["iommu"]["enabled"], f["kernel"]["headers_present"]) == (
-        {"efi": False, "enabled": False},
+        {"efi": False, "enabled": False, "mok_keys": [], "nvidia_module_signed": None},
         False,
         False,
     )
@@ -210,13 +211,21 @@ def test_a_text_file_with_nul_bytes_is_malformed_not_read(tmp_path):
 def test_a_secure_boot_variable_that_is_not_one_value_byte_is_unknown(tmp_path, raw):
     write(minimal(tmp_path), system.SECURE_BOOT_VAR, raw)
     f = hf.collect(str(tmp_path))
-    assert f["secure_boot"] == {"efi": True, "enabled": None}
+    assert (f["secure_boot"]["efi"], f["secure_boot"]["enabled"]) == (True, None)
     assert ("/" + system.SECURE_BOOT_VAR, "malformed") in reasons(f)
 
 
 def test_an_efi_boot_without_a_secure_boot_variable_has_secure_boot_off(tmp_path):
+    write(minimal(tmp_path), "sys/firmware/efi/efivars/BootCurrent-8be4df61-93ca-11d2-aa0d-00e098032b8c", "x")
+    sb = hf.collect(str(tmp_path))["secure_boot"]
+    assert (sb["efi"], sb["enabled"], sb["mok_keys"]) == (True, False, [])
+
+
+def test_an_efi_boot_without_efivarfs_mounted_has_secure_boot_unknown_not_off(tmp_path):
     write(minimal(tmp_path), "sys/firmware/efi/fw_platform_size", "64\n")
-    assert hf.collect(str(tmp_path))["secure_boot"] == {"efi": True, "enabled": False}
+    f = hf.collect(str(tmp_path))
+    assert (f["secure_boot"]["efi"], f["secure_boot"]["enabled"], f["secure_boot"]["mok_keys"]) == (True, None, None)
+    assert ("/sys/firmware/efi/efivars", "missing") in [(p["source"], p["reason"]) for p in f["problems"]]
 
 
 # ---- nothing vanishes --------------------------------------------------------------------------------------

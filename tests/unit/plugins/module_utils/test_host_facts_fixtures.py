@@ -5,6 +5,7 @@ stated once more below, as sentences."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,23 @@ def test_the_passthrough_host_binds_its_gpus_to_vfio_pci_on_the_system_container
         "/etc/containerd/config.toml",
         None,
     )
+
+
+def test_the_container_mode_tree_is_read_inside_its_root_though_its_absolute_links_would_escape(facts):
+    """host_root=/host in a container: /etc/os-release and /var/run are absolute links, which the machine running
+    the module would follow into its own /usr/lib and /run; the facts are the tree's."""
+    tree = HOSTS / "ubuntu2404-container-root-links"
+    assert not os.path.realpath(tree / "etc/os-release").startswith(str(tree))  # what a plain open would read
+    f = facts["ubuntu2404-container-root-links"]
+    assert (f["os"]["id"], f["os"]["version_id"]) == ("ubuntu", "24.04")
+    assert [s["path"] for s in f["cdi"]["specs"]] == ["/var/run/cdi/nvidia.yaml"]  # /var/run is /run: once
+    assert f["kernel"]["headers_path"] == "/usr/src/linux-headers-6.8.0-51-generic"
+    # a modprobe.d link that climbs above the root is read clamped at the root, and said so
+    assert f["nouveau"]["blacklist_files"] == [
+        "/etc/modprobe.d/blacklist-nouveau.conf",
+        "/usr/lib/modprobe.d/nvidia-graphics-drivers.conf",
+    ]
+    assert [(p["source"], p["reason"]) for p in f["problems"]] == [
+        ("/etc/modprobe.d/blacklist-nouveau.conf", "outside_root")
+    ]
+    assert f["cmdline"]["args"]["modprobe.blacklist"] == "nouveau,nvidiafb"  # both occurrences, as libkmod reads
