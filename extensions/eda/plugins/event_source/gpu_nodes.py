@@ -386,11 +386,13 @@ def _client_calls(args):
     from kubernetes.watch.watch import iter_resp_lines
     from urllib3.exceptions import HTTPError
 
+    configuration = client.Configuration()
     if args.get("kubeconfig") or not _in_cluster():
-        api = config.new_client_from_config(config_file=args.get("kubeconfig"), context=args.get("context"))
+        config.load_kube_config(args.get("kubeconfig"), args.get("context"), client_configuration=configuration)
     else:
-        config.load_incluster_config()
-        api = client.ApiClient()
+        config.load_incluster_config(client_configuration=configuration)
+    configuration.retries = False  # the source's own backoff is the only retry: each request is one it counts
+    api = client.ApiClient(configuration)
     api.user_agent = USER_AGENT
     core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
 
@@ -475,9 +477,14 @@ def apply(tracker, resource, kind, payload):
         tracker.slices_listed(payload) if kind == "LISTED" else tracker.slice_event(kind, payload)
 
 
+def settings(args):
+    """The arguments over the defaults (an argument given as null keeps its default)."""
+    return {**DEFAULTS, **{k: v for k, v in (args or {}).items() if v is not None}}
+
+
 async def run(queue, args, calls, clock=time.monotonic):
     """The source's loop over ``calls`` (see :func:`_client_calls`); returns only when cancelled."""
-    args = {**DEFAULTS, **(args or {})}
+    args = settings(args)
     coalescer = Coalescer(args["debounce"], args["max_delay"], clock)
     tracker = Tracker(args, coalescer)
     loop = asyncio.get_running_loop()
@@ -505,7 +512,7 @@ async def run(queue, args, calls, clock=time.monotonic):
 
 async def main(queue, args):
     """EDA's entry point."""
-    args = {**DEFAULTS, **(args or {})}
+    args = settings(args)
     await run(queue, args, _client_calls(args))
 
 
