@@ -315,7 +315,6 @@ class Watch:
         self.backoff = Backoff(args["backoff_initial"], args["backoff_max"])
         self.sleep = sleep or stop.wait
         self.rv = None
-        self.requests = 0
 
     def run(self):
         while not self.stop.is_set():
@@ -341,7 +340,6 @@ class Watch:
     def _list(self):
         items, cont, rv = [], None, None
         while True:
-            self.requests += 1
             page = self.call(limit=500, _continue=cont, **self.selectors)
             items.extend(page.get("items") or [])
             rv = (page.get("metadata") or {}).get("resourceVersion")
@@ -352,7 +350,6 @@ class Watch:
         self.deliver("LISTED", items)
 
     def _watch(self):
-        self.requests += 1
         lines = self.call(
             watch=True,
             resource_version=self.rv,
