@@ -77,9 +77,9 @@ class Rulebook:
         }
         self.proc = None
 
-    def expect(self, pool: str, count: int) -> list[str]:
+    def expect(self, pool: str, count: int, **variables) -> list[str]:
         """Write the inventory: the bed's, plus the hosts of the next ``count`` nodes of ``pool`` (as a provisioned
-        host is listed before its kubelet registers); returns their node names."""
+        host is listed before its kubelet registers) and ``variables`` for every host; returns their node names."""
         inv = yaml.safe_load(sim(self.state_dir, "inventory").stdout)
         hosts = inv["all"]["children"]["gpu_hosts"]["hosts"]
         last = max(int(n.rsplit("-", 1)[1]) for n in hosts if n.rsplit("-", 1)[0] == pool)
@@ -88,6 +88,7 @@ class Rulebook:
             hosts[name] = {**hosts[f"{pool}-0"], "k8s_node_name": name}
         inv["all"]["vars"]["gpuops_report_dir"] = str(self.reports)
         inv["all"]["vars"]["gpu_nvml_library"] = str(NVML_LIB)  # the fake NVML (`make nvml`) the hosts load
+        inv["all"]["vars"].update(variables)
         self.inventory.write_text(yaml.safe_dump(inv, sort_keys=False))
         return names
 

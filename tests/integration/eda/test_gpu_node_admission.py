@@ -31,7 +31,8 @@ def rulebook(gpu_operator, testbed, tmp_path_factory):
         {"daemonsets": {"tolerations": [*tolerations, {"key": KEY, "operator": "Exists", "effect": "NoSchedule"}]}}
     )
     rb = Rulebook(testbed.state_dir, tmp_path_factory.mktemp("eda"))
-    rb.joining = rb.expect("t4", 2)
+    # a faulty node's smoke pod cannot schedule: 10 s say so (the role's default waits 60 s)
+    rb.joining = rb.expect("t4", 2, gpu_validate_smoke_schedule_timeout=10, gpu_validate_smoke_timeout=60)
     rb.joined = []
     mark = audit_mark(testbed.audit_log)
     rb.start()
