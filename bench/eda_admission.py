@@ -135,7 +135,7 @@ def latency(state_dir, repeat, debounce):
     print("latency (profile ci, %d runs each, medians; debounce %ss):" % (repeat, debounce))
     print("  floor - admit_node started by hand at the node's creation: admitted after %.1fs" % f)
     print("  eda   - ansible-rulebook + gpu_nodes source: held after %.1fs, admitted after %.1fs" % (h, e))
-    print("  eda / floor = %.2fx (+%.1fs)" % (e / f, e - f))
+    print("  eda / floor = %.2fx (%+.1fs)" % (e / f, e - f))
 
 
 def _watches(audit, mark):
