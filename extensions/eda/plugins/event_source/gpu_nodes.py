@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import random
 import re
 import threading
@@ -444,8 +445,6 @@ def _lines(resp, iter_resp_lines):
 
 
 def _in_cluster():
-    import os
-
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
 
 
@@ -466,12 +465,15 @@ def watches(args, calls, deliver, stop):
 
 def apply(tracker, resource, kind, payload):
     """One delivered result into the tracker."""
-    if resource == "nodes":
-        tracker.nodes_listed(payload) if kind == "LISTED" else tracker.node_event(kind, payload)
-    elif resource == "events":
-        tracker.events_listed(payload) if kind == "LISTED" else tracker.event_event(kind, payload)
+    listed, event = {
+        "nodes": (tracker.nodes_listed, tracker.node_event),
+        "events": (tracker.events_listed, tracker.event_event),
+        "slices": (tracker.slices_listed, tracker.slice_event),
+    }[resource]
+    if kind == "LISTED":
+        listed(payload)
     else:
-        tracker.slices_listed(payload) if kind == "LISTED" else tracker.slice_event(kind, payload)
+        event(kind, payload)
 
 
 def settings(args):
