@@ -99,7 +99,7 @@ nvml:
 	else echo "nvml: tests/sim/nvml/Makefile does not exist yet, nothing to build"; fi
 
 # --- test stages --------------------------------------------------------------------------------------
-PY_DIRS := $(wildcard $(REPO)/plugins $(REPO)/tests $(REPO)/bench)
+PY_DIRS := $(wildcard $(REPO)/plugins $(REPO)/tests $(REPO)/bench $(REPO)/extensions/eda)
 
 lint: ruff ansible-lint
 

@@ -1,4 +1,5 @@
-"""python -m tests.sim up|down|status|inventory|join|leave: the gpuops test bed (see docs/testbed.md)."""
+"""python -m tests.sim up|down|status|inventory|join|leave|restart-apiserver: the gpuops test bed (see
+docs/testbed.md)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     p_join.add_argument("--taint", action="append", default=[], help="KEY[=VALUE]:EFFECT, as --register-with-taints")
     p_leave = sub.add_parser("leave", help="the last node that joined a GPU pool leaves the test bed")
     p_leave.add_argument("pool")
-    for p in (p_up, sub.choices["down"], sub.choices["status"], p_inv, p_val, p_join, p_leave):
+    p_restart = sub.add_parser(
+        "restart-apiserver", help="stop kube-apiserver and start it again (a control-plane restart)"
+    )
+    for p in (p_up, sub.choices["down"], sub.choices["status"], p_inv, p_val, p_join, p_leave, p_restart):
         p.add_argument("--state-dir", type=Path, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:
@@ -49,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
             print(join.join(args.state_dir, args.pool, args.taint))
         elif args.cmd == "leave":
             print(join.leave(args.state_dir, args.pool))
+        elif args.cmd == "restart-apiserver":
+            print(testbed.restart_apiserver(args.state_dir))
         elif args.cmd == "validate":
             prof = profiles.load(args.profile)
             print(f"profile {prof.name}: {prof.node_count} nodes in {len(prof.pools)} pools")

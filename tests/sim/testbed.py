@@ -807,6 +807,28 @@ def down(state_dir: Path | str = DEFAULT_STATE) -> None:
     print(f"test bed in {state.dir} stopped and removed")
 
 
+def restart_apiserver(state_dir: Path | str = DEFAULT_STATE, timeout: float = 150) -> int:
+    """Stop the running bed's kube-apiserver and start it again with the same arguments (etcd keeps every object and
+    its history); returns when /readyz answers, with the new pid. Clients see their connections drop, watches
+    included, as on a control-plane restart."""
+    state = State(Path(state_dir))
+    if not state.exists():
+        raise TestbedError(f"no test bed in {state_dir}: run `python -m tests.sim up` first")
+    state.load()
+    comp = state.components.get("kube-apiserver")
+    if not comp:
+        raise TestbedError("the test bed has no kube-apiserver to restart")
+    _stop(comp["pid"], comp["marker"])
+    log("kube-apiserver: restarting")
+    pid = _spawn(state, "kube-apiserver", comp["argv"], comp["marker"])
+    pki_dir = state.dir / "pki"
+    ctx = ssl.create_default_context(cafile=str(pki_dir / "ca.crt"))
+    ctx.load_cert_chain(str(pki_dir / "admin.crt"), str(pki_dir / "admin.key"))
+    server = state.data["apiserver_url"]
+    _wait("kube-apiserver /readyz", state, "kube-apiserver", lambda: _https_ok(f"{server}/readyz", ctx), timeout)
+    return pid
+
+
 def status(state_dir: Path | str = DEFAULT_STATE) -> int:
     """Print one line per component; return 0 when all run, 1 when any crashed, 3 when nothing is up."""
     state = State(Path(state_dir))
