@@ -188,8 +188,7 @@ def _values(value):
     """The values a rule checks: each element of a list, else the value itself."""
     if isinstance(value, (list, tuple)):
         for item in value:
-            for inner in _values(item):
-                yield inner
+            yield from _values(item)
     else:
         yield value
 

@@ -107,7 +107,7 @@ def test_sigterm_mid_smoke_test_leaves_no_key_file_and_no_pod(testbed, tmp_path)
         assert files_holding(remote, needle), "the library wrote the client key into the module's directory"
         for pid in pids:
             os.kill(pid, signal.SIGTERM)
-        output, _ = proc.communicate(timeout=180)
+        output = proc.communicate(timeout=180)[0]
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -39,7 +39,7 @@ def api_for(kubeconfig):
 
 
 def allowed(api, verb, group, resource, namespace=None, name=None):
-    resource, _, sub = resource.partition("/")
+    resource, _sep, sub = resource.partition("/")
     review = client.V1SelfSubjectAccessReview(
         spec=client.V1SelfSubjectAccessReviewSpec(
             resource_attributes=client.V1ResourceAttributes(

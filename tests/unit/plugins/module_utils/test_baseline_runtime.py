@@ -18,8 +18,8 @@ UNSIGNED = "ubuntu2204-secureboot-unsigned"
 PLAIN = "ubuntu2204-kubeadm-containerd"
 
 
-def result(gpu_host, check_id, opts=OM):
-    res = evaluate_host(host_ctx(gpu_host), options(opts))["results"]
+def result(gpu_host, check_id, opts=None):
+    res = evaluate_host(host_ctx(gpu_host), options(OM if opts is None else opts))["results"]
     return next(r for r in res if r["id"] == check_id)
 
 

@@ -218,7 +218,7 @@ def _ruled_options():
 
 def _as_argument(path, entry, bad):
     """The module argument that puts ``bad`` where ``path`` points (a list element, a suboption)."""
-    top, _, sub = path.partition(".")
+    top, _sep, sub = path.partition(".")
     if entry.get("type") == "list" and not isinstance(bad, list):
         bad = [bad]
     if not sub:
