@@ -328,11 +328,7 @@ class Controller:
         for c in containers:
             st = {"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": False, "started": False}
             if mode == "crash":
-                msg = (
-                    "validation failed"
-                    if fault == "validator-failing"
-                    else L.DRIVER_FAULTS[fault][1].format(kernel=kernel)
-                )
+                msg = "validation failed" if fault == "validator-failing" else L.CRASHES[fault][1].format(kernel=kernel)
                 if fault == "validator-failing":
                     msg = (
                         "driver-validation: failed to validate the driver, exit status 1: "
@@ -383,7 +379,7 @@ class Controller:
             log.warning("fault %s on pod %s: %s", fault, md["name"], exc.reason)
             return
         if mode == "crash":
-            last = L.DRIVER_FAULTS[fault][0] if fault in L.DRIVER_FAULTS else "validation failed"
+            last = L.CRASHES[fault][0] if fault in L.CRASHES else "validation failed"
             self._event(
                 pod,
                 "Pod",

@@ -59,6 +59,13 @@ DRIVER_FAULTS = {
         "Key was rejected by service",
     ),
 }
+# the driver an upgrade restarts fails to load (fault upgrade-failed, from pod-restart-required on)
+UPGRADE_FAILED_CRASH = (
+    "ERROR: Unable to load the kernel module 'nvidia.ko'.",
+    "modprobe: ERROR: could not insert 'nvidia': Invalid argument\nERROR: Unable to load the kernel module "
+    "'nvidia.ko'.",
+)
+CRASHES = {**DRIVER_FAULTS, "upgrade-failed": UPGRADE_FAILED_CRASH}
 NO_RUNTIME_MSG = (
     'Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: '
     'no runtime for "nvidia" is configured'
