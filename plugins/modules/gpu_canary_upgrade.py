@@ -22,9 +22,9 @@ description:
     the CUDA versions of running workloads, and a change the operator would never make - a driver version where the
     driver is preinstalled or disabled, a toolkit, device plugin or MIG setting in O(chart_values) where that operand is
     disabled). Read-only.
-  - O(step=prepare) saves the record (with what it is about to change, as it was), makes every operand
-    (ClusterPolicy C(spec.daemonsets.tolerations)) and the NFD worker tolerate the canary taint, sets the skip label
-    on every node not yet proven and only then points the ClusterPolicy (or every NVIDIADriver in CRD mode) at
+  - O(step=prepare) saves the record (with what it is about to change, as it was), sets the skip label on every node
+    not yet proven, makes every operand (ClusterPolicy C(spec.daemonsets.tolerations)) and the NFD worker tolerate the
+    canary taint and only then points the ClusterPolicy (or every NVIDIADriver in CRD mode) at
     O(driver_version) with O(upgrade_policy). It refuses to run when the gate fails, before any write.
   - O(step=wave) taints the wave's nodes, waits for or evicts their GPU pods (Eviction API, so
     PodDisruptionBudgets hold; pods matching O(wait_for_completion_selector) are waited for), removes their skip
@@ -371,7 +371,10 @@ status:
     - For O(step=status) - C(record), C(phase) (null without a record), C(unfinished), C(target), C(from),
       C(started), C(updated), C(reason) (the last failure), C(waves) (C(index), C(name), C(status), C(reason),
       C(nodes)), C(nodes) (per planned node C(upgrade_state), C(driver_version), C(skip), C(tainted), C(cordoned),
-      C(failure)), C(foreign_quarantine) (per node the record left out because someone else quarantined it, its
+      C(failure)), C(upgrades) (every GPU node whose driver upgrade is not done, recorded or not - C(node),
+      C(state), C(since) and C(seconds) from the upgrade controller's own Event for that state, C(cause) the cluster
+      shows, C(fix) a command or null, C(stalled) whether that cause holds the node), C(foreign_quarantine) (per node
+      the record left out because someone else quarantined it, its
       state as in C(nodes) and its C(evidence) now), C(leftovers) (what a canary upgrade left on the cluster),
       C(kept) (the tolerations a finished upgrade keeps), C(next) (what to run) and C(lines).
     - C(policy_status) reads the ClusterPolicy's state for the release that runs (C(release), C(upgrading), C(meaning)
