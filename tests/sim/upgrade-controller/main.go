@@ -74,7 +74,7 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the API server")
 	namespace := flag.String("namespace", "gpu-operator", "namespace of the operator's driver DaemonSets")
 	interval := flag.Duration("interval", time.Second, "time between two reconcile passes")
-	verbosity := flag.Int("v", 0, "log verbosity (0: info, 1: debug)")
+	verbosity := flag.Int("v", -1, "log verbosity (-1: errors only, 0: the library's info, 1: debug)")
 	flag.Parse()
 	if err := run(*kubeconfig, *namespace, *interval, *verbosity); err != nil {
 		fmt.Fprintln(os.Stderr, "upgrade-controller:", err)
