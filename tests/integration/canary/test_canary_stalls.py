@@ -37,7 +37,7 @@ def reported(bed, node, want_state):
     out = bed.status()
     assert "No canary upgrade is recorded" in out, out[-3000:]
     assert "Driver upgrades not done (NVIDIA's upgrade controller)" in out, out[-3000:]
-    line = next((x for x in out.splitlines() if x.strip().strip('",').startswith(f"{node}: ")), None)
+    line = next((x for x in out.splitlines() if x.strip().strip('",').strip().startswith(f"{node}: ")), None)
     assert line is not None, out[-3000:]
     assert f"{node}: {want_state} for " in line and re.search(r"for \d+ s \(since 20\d\d-", line), line
     return line.replace('\\"', '"')
