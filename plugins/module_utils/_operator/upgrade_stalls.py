@@ -72,7 +72,8 @@ def _since(node, state, events):
     for event in events:
         if (event.get("involvedObject") or {}).get("name") != name_of(node):
             continue
-        if event.get("message") != STATE_MESSAGE + state:
+        # client-go's recorder combines an object's similar events after ten: "(combined from similar events): ..."
+        if not str(event.get("message") or "").endswith(STATE_MESSAGE + state):
             continue
         stamp = event.get("lastTimestamp") or (event.get("series") or {}).get("lastObservedTime")
         stamp = stamp or event.get("eventTime") or event.get("firstTimestamp")

@@ -78,6 +78,9 @@ def test_max_unavailable_used_up_by_an_unrelated_cordoned_node(clean, target):
     clean.core.patch_node(quarantined, {"spec": {"unschedulable": True}})
     try:
         version = bump(clean, maxUnavailable=1)
+        # a cordoned node goes past the limit and stays cordoned: once upgraded, it is what uses the budget up
+        wait_for(lambda: clean.driver_pod_version(quarantined) == version, 90, what=f"{quarantined} upgraded")
+        wait_state(clean, quarantined, "upgrade-done")
         wait_state(clean, target, "upgrade-required")
         line = reported(clean, target, "upgrade-required")
         assert "stalled: maxUnavailable 1 of 20 node(s) = 1, used up by 1 unavailable node(s), 1 of them not" in line

@@ -55,6 +55,13 @@ def test_done_nodes_are_left_out_and_the_time_comes_from_the_controllers_event_f
     assert got["b"]["since"] == "2026-12-06T07:55:00Z" and got["b"]["seconds"] == 300
 
 
+def test_the_recorders_combined_event_still_dates_the_state():
+    combined = "(combined from similar events): Successfully updated node state label to drain-required"
+    events = [moved("a", "", "2026-12-06T07:59:00Z", message=combined)]
+    got = one([node("a", "drain-required", cordoned=True)], events=events)["a"]
+    assert got["since"] == "2026-12-06T07:59:00Z" and got["seconds"] == 60
+
+
 def test_a_node_held_by_the_skip_label():
     got = one([node("b", "upgrade-required", labels={SKIP: "true"})])["b"]
     assert got["stalled"] and "skip label" in got["cause"]
