@@ -17,7 +17,8 @@ terminating; in ``pod-restart-required`` while the new driver pod does not run r
 while a validator pod is not ready (600 s, then ``upgrade-failed``); and in ``upgrade-failed`` until its driver pod
 runs ready in sync with its DaemonSet (the controller then moves on by itself) or someone relabels it
 ``upgrade-required``. Since when: the controller's own Event for the node's current state (reason
-``GPUDriverUpgrade``, "Successfully updated node state label to <state>"), else its start-time annotations.
+``GPUDriverUpgrade``, "Successfully updated node state label to <state>"), else its start-time annotations, else the
+time of the last write by the field manager that owns the state label.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -48,6 +49,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
 
 EVENT_REASON = "GPUDriverUpgrade"
 STATE_MESSAGE = "Successfully updated node state label to "
+STATE_FIELD = "f:" + UPGRADE_STATE_LABEL
 WAIT_START_ANNOTATION = "nvidia.com/gpu-driver-upgrade-wait-for-pod-completion-start-time"
 VALIDATION_START_ANNOTATION = "nvidia.com/gpu-driver-upgrade-validation-start-time"
 VALIDATION_TIMEOUT = 600
@@ -85,6 +87,17 @@ def _since(node, state, events):
     started = to_int(annotations_of(node).get(key.get(state, "")), 0)
     if started:
         return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)), started
+    # the recorder drops an object's events past its spam budget (25, then one per 5 minutes): then the time of the
+    # last write by the field manager that owns the state label
+    owners = [
+        m.get("time")
+        for m in meta_of(node).get("managedFields") or []
+        if STATE_FIELD in ((m.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:labels", {})
+        and seconds_of(m.get("time")) is not None
+    ]
+    if owners:
+        last = max(owners, key=seconds_of)
+        return last, seconds_of(last)
     return None, None
 
 

@@ -62,6 +62,20 @@ def test_the_recorders_combined_event_still_dates_the_state():
     assert got["since"] == "2026-12-06T07:59:00Z" and got["seconds"] == 60
 
 
+def test_without_an_event_the_state_labels_field_manager_dates_it():
+    a = node("a", "drain-required", cordoned=True)
+    a["metadata"]["managedFields"] = [
+        {"manager": "kube-controller-manager", "time": "2026-12-06T07:59:50Z", "fieldsV1": {"f:status": {}}},
+        {
+            "manager": "upgrade-controller",
+            "time": "2026-12-06T07:58:00Z",
+            "fieldsV1": {"f:metadata": {"f:labels": {"f:" + STATE: {}}}},
+        },
+    ]
+    got = one([a])["a"]
+    assert got["since"] == "2026-12-06T07:58:00Z" and got["seconds"] == 120
+
+
 def test_a_node_held_by_the_skip_label():
     got = one([node("b", "upgrade-required", labels={SKIP: "true"})])["b"]
     assert got["stalled"] and "skip label" in got["cause"]
