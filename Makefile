@@ -32,6 +32,9 @@ SANITY_EXCLUDE := .hypothesis/ .pytest_cache/ .ruff_cache/ tests/sim/hosts/ test
 # narrow it with e.g. `make sanity SANITY_ARGS="--test pep8"`.
 SANITY_ARGS ?=
 ANSIBLE_ENV := ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false
+# The playbooks a person runs (site, audit, canary-demo) speak through the collection's quiet console callback
+# (plugins/callback/console.py): messages as plain lines, one line per wait, no ok/skipped noise.
+PLAYBOOK_ENV := $(ANSIBLE_ENV) ANSIBLE_STDOUT_CALLBACK=gpuops.gpu_operator.console
 # Keep tool caches in build/ (git-ignored) rather than in the checkout.
 export HYPOTHESIS_STORAGE_DIRECTORY := $(BUILD)/hypothesis
 STAMP := $(VENV)/.gpuops-stamp
@@ -50,11 +53,13 @@ export PATH := $(VENV)/bin:$(SIM_BIN):$(PATH)
 
 help:
 	@echo "make site   - bring up the simulated GPU cluster (profile demo) and run playbooks/site.yml on it"
+	@echo "             SITE_PROFILE=demo-faults (one broken node per layer; \`make site-down\` first) picks the profile;"
+	@echo "             GPUOPS_BIN=DIR uses ready cluster binaries from DIR (only missing ones are built)"
 	@echo "make audit  - make site, then playbooks/audit.yml with a fault overlay (JSON, Markdown, HTML reports)"
 	@echo "make canary-demo - make site, then the canary upgrade of docs/canary-upgrade.md (a refusal, its recovery)"
 	@echo "make test   - the whole suite: lint, sanity, units, doc-check, changelog-lint, ee, integration, molecule"
-	@echo "other targets: venv collection-root sim-binaries nvml lint sanity units integration molecule"
-	@echo "               doc-check changelog-lint ee build bench site-down clean"
+	@echo "other targets: venv collection-root sim-binaries nvml chromium prometheus lint sanity units integration"
+	@echo "               molecule doc-check changelog-lint ee build bench site-down clean"
 
 # --- set-up -------------------------------------------------------------------------------------------
 # The stamp depends on the requirement files, so a repeat run is a no-op until they change.
@@ -191,13 +196,13 @@ SITE_PROFILE ?= demo
 site: collection-root sim-binaries nvml
 	cd $(REPO) && $(VENV)/bin/python -m tests.sim up --profile $(SITE_PROFILE)
 	cd $(REPO) && $(VENV)/bin/python -m tests.sim inventory > $(BUILD)/inventory.yml
-	cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/ansible-playbook -i $(BUILD)/inventory.yml playbooks/site.yml \
+	cd $(REPO) && $(PLAYBOOK_ENV) $(VENV)/bin/ansible-playbook -i $(BUILD)/inventory.yml playbooks/site.yml \
 		-e gpu_nvml_library=$(BUILD)/nvml/libnvidia-ml.so.1 -e gpuops_report_dir=$(BUILD)/reports
 
 # The audit needs the operator installed (the simulated operator only advertises GPUs then), so it runs
 # after site; the overlay inventory adds degraded, lost and aged GPUs and one unreachable host.
 audit: site
-	cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/ansible-playbook -i $(BUILD)/inventory.yml \
+	cd $(REPO) && $(PLAYBOOK_ENV) $(VENV)/bin/ansible-playbook -i $(BUILD)/inventory.yml \
 		-i $(REPO)/tests/integration/audit/demo-faults.yml playbooks/audit.yml \
 		-e gpu_nvml_library=$(BUILD)/nvml/libnvidia-ml.so.1 -e gpu_audit_report_dir=$(BUILD)/reports/audit
 
@@ -205,7 +210,7 @@ audit: site
 # written: a driver upgrade the gate must refuse before any write (the demo's drivers are preinstalled), the status,
 # a chart upgrade in proven waves, the status, and the rollback to where it started (so it can run again).
 canary-demo: site
-	cd $(REPO) && export $(ANSIBLE_ENV) && \
+	cd $(REPO) && export $(PLAYBOOK_ENV) && \
 	if ansible-playbook -i build/inventory.yml playbooks/upgrade.yml -e gpu_nvml_library=build/nvml/libnvidia-ml.so.1 -e gpu_canary_upgrade_driver_version=610.57.04 -e '{"gpu_canary_upgrade_canary_nodes": ["h100-0", "a100-0"]}'; then \
 		echo "canary-demo: the gate should have refused the driver upgrade on preinstalled drivers"; exit 1; fi && \
 	echo "canary-demo: the driver upgrade was refused before any write, as expected" && \
