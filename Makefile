@@ -64,7 +64,8 @@ help:
 # --- set-up -------------------------------------------------------------------------------------------
 # The stamp depends on the requirement files, so a repeat run is a no-op until they change.
 venv: $(STAMP)
-$(STAMP): $(REPO)/requirements/dev.txt $(REPO)/requirements/runtime.txt $(REPO)/requirements/constraints.txt
+$(STAMP): $(REPO)/requirements/dev.txt $(REPO)/requirements/runtime.txt $(REPO)/meta/ee-requirements.txt \
+	$(REPO)/requirements/constraints.txt
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet -r $(REPO)/requirements/dev.txt -c $(REPO)/requirements/constraints.txt
 	@touch $@
@@ -167,9 +168,11 @@ doc-check: build
 # reads them from an installed collection), so ansible-builder gets a copy of the definition next to a copy of meta/.
 EE_SRC := $(BUILD)/ee-src
 EE_CONTEXT := $(BUILD)/ee
-ee: venv
-	@rm -rf $(EE_SRC) $(EE_CONTEXT) && mkdir -p $(EE_SRC)/meta
+# The collection goes in from its own tarball (`make build`), next to the definition in collection/.
+ee: build
+	@rm -rf $(EE_SRC) $(EE_CONTEXT) && mkdir -p $(EE_SRC)/meta $(EE_SRC)/collection
 	@cp $(REPO)/meta/execution-environment.yml $(EE_SRC)/ && cp $(REPO)/meta/ee-* $(EE_SRC)/meta/
+	@cp $(TARBALL) $(EE_SRC)/collection/
 	$(VENV)/bin/ansible-builder create --file $(EE_SRC)/execution-environment.yml --context $(EE_CONTEXT) \
 		--output-filename Containerfile
 	@echo "ee: build the image with: podman build -t gpuops-ee:$(VERSION) $(EE_CONTEXT)"
