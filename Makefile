@@ -58,8 +58,8 @@ help:
 	@echo "make audit  - make site, then playbooks/audit.yml with a fault overlay (JSON, Markdown, HTML reports)"
 	@echo "make canary-demo - make site, then the canary upgrade of docs/canary-upgrade.md (a refusal, its recovery)"
 	@echo "make test   - the whole suite: lint, sanity, units, doc-check, changelog-lint, ee, integration, molecule"
-	@echo "other targets: venv collection-root sim-binaries nvml chromium prometheus lint sanity units integration"
-	@echo "               molecule doc-check changelog-lint ee build bench site-down clean"
+	@echo "other targets: venv collection-root sanity-root sim-binaries nvml chromium prometheus lint ruff ansible-lint"
+	@echo "               sanity units integration molecule doc-check changelog-lint ee build bench site-down clean"
 
 # --- set-up -------------------------------------------------------------------------------------------
 # The stamp depends on the requirement files, so a repeat run is a no-op until they change.
