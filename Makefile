@@ -161,6 +161,13 @@ doc-check: build
 			&& ! grep -q '^\[WARNING\]\|^ERROR' $(BUILD)/doc-check/$$m.txt; then \
 			echo "doc-check: gpuops.gpu_operator.$$m renders"; \
 		else echo "doc-check: gpuops.gpu_operator.$$m FAILED:"; cat $(BUILD)/doc-check/$$m.txt; failed=1; fi; \
+	done; \
+	for c in $$(ls $(REPO)/plugins/callback/*.py 2>/dev/null | xargs -r -n1 basename | sed 's/\.py$$//'); do \
+		if ANSIBLE_COLLECTIONS_PATH=$(BUILD)/doc-check ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false \
+			$(VENV)/bin/ansible-doc -t callback gpuops.gpu_operator.$$c >$(BUILD)/doc-check/callback-$$c.txt 2>&1 \
+			&& ! grep -q '^\[WARNING\]\|^ERROR' $(BUILD)/doc-check/callback-$$c.txt; then \
+			echo "doc-check: callback gpuops.gpu_operator.$$c renders"; \
+		else echo "doc-check: callback gpuops.gpu_operator.$$c FAILED:"; cat $(BUILD)/doc-check/callback-$$c.txt; failed=1; fi; \
 	done; exit $$failed
 
 # The execution environment's build context in build/ee (`ansible-builder create`: no container engine needed).
