@@ -242,6 +242,7 @@ options:
 EXAMPLES = r"""
 # Every step of one upgrade, in order, each with the same target, canary pool and waves. The gpu_canary_upgrade role
 # (playbooks/upgrade.yml) runs them the same way, with the chart upgrade after prepare and a smoke test as the proof.
+# The canary pool is the inventory group gpu_canary: GPU hosts, each with k8s_node_name (its Kubernetes node).
 - name: Plan the canary upgrade (read-only; the gate fails on an old upgrade failure or an incompatible CUDA image)
   gpuops.gpu_operator.gpu_canary_upgrade:
     step: plan
@@ -249,6 +250,11 @@ EXAMPLES = r"""
     canary_nodes: "{{ groups['gpu_canary'] | map('extract', hostvars, 'k8s_node_name') | list }}"
     waves: [1, "25%", "100%"]
   register: canary_plan
+
+- name: Stop when the gate fails, before any write (the plan step itself only reports it)
+  ansible.builtin.fail:
+    msg: "Canary upgrade gate failed: {{ canary_plan.plan.gate.failures | join('; ') }}"
+  when: not canary_plan.plan.gate.passed
 
 - name: Prepare - operands tolerate the canary taint, the driver upgrade policy is set, every GPU node is held
   gpuops.gpu_operator.gpu_canary_upgrade:
