@@ -66,6 +66,7 @@ import re
 import sys
 
 from ansible import constants as C
+from ansible.playbook.task_include import TaskInclude
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 from ansible.utils.fqcn import add_internal_fqcns
 
@@ -128,6 +129,8 @@ class CallbackModule(DefaultCallback):
         if result.task.action in MESSAGE_ACTIONS and "msg" in result.result and not result.task.loop:
             self._print_message(result)
             return
+        if isinstance(result.task, TaskInclude) and not self.get_option("display_ok_hosts"):
+            return  # an include is only ok: its tasks print their own banners when they have something to say
         super(CallbackModule, self).v2_runner_on_ok(result)
 
     def _print_message(self, result):

@@ -19,6 +19,8 @@ PLAYBOOK = """
   hosts: localhost
   gather_facts: false
   tasks:
+    - name: An include (only ok)
+      ansible.builtin.include_tasks: included.yml
     - name: A skipped task
       ansible.builtin.debug:
         msg: never
@@ -48,6 +50,7 @@ PLAYBOOK = """
 def play(tmp_path, **env):
     book = tmp_path / "console.yml"
     book.write_text(PLAYBOOK)
+    (tmp_path / "included.yml").write_text('- name: Included\n  ansible.builtin.command: "true"\n  changed_when: no\n')
     environ = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_DISPLAY_")}
     environ.update(
         ANSIBLE_COLLECTIONS_PATH=str(ROOT / "build" / "collections"),
@@ -92,6 +95,7 @@ def test_a_wait_prints_a_line_only_when_what_it_says_changes_and_always_its_last
 def test_ok_and_skipped_results_are_quiet_unless_asked_for(tmp_path):
     quiet = play(tmp_path)
     assert not [line for line in quiet if "A skipped task" in line or "only ok" in line or "skipping" in line]
+    assert not [line for line in quiet if "include" in line.lower()], quiet
     assert len(quiet) <= 16, "\n".join(quiet)
     loud = play(tmp_path, ANSIBLE_DISPLAY_OK_HOSTS="true", ANSIBLE_DISPLAY_SKIPPED_HOSTS="true")
     assert any(line.startswith("TASK [A skipped task]") for line in loud)
