@@ -32,6 +32,9 @@ SANITY_EXCLUDE := .hypothesis/ .pytest_cache/ .ruff_cache/ tests/sim/hosts/ test
 # narrow it with e.g. `make sanity SANITY_ARGS="--test pep8"`.
 SANITY_ARGS ?=
 ANSIBLE_ENV := ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false
+# The playbooks a person runs (site, audit, canary-demo) speak through the collection's quiet console callback
+# (plugins/callback/console.py): messages as plain lines, one line per wait, no ok/skipped noise.
+PLAYBOOK_ENV := $(ANSIBLE_ENV) ANSIBLE_STDOUT_CALLBACK=gpuops.gpu_operator.console
 # Keep tool caches in build/ (git-ignored) rather than in the checkout.
 export HYPOTHESIS_STORAGE_DIRECTORY := $(BUILD)/hypothesis
 STAMP := $(VENV)/.gpuops-stamp
@@ -50,16 +53,19 @@ export PATH := $(VENV)/bin:$(SIM_BIN):$(PATH)
 
 help:
 	@echo "make site   - bring up the simulated GPU cluster (profile demo) and run playbooks/site.yml on it"
+	@echo "             SITE_PROFILE=demo-faults (one broken node per layer; \`make site-down\` first) picks the profile;"
+	@echo "             GPUOPS_BIN=DIR uses ready cluster binaries from DIR (only missing ones are built)"
 	@echo "make audit  - make site, then playbooks/audit.yml with a fault overlay (JSON, Markdown, HTML reports)"
 	@echo "make canary-demo - make site, then the canary upgrade of docs/canary-upgrade.md (a refusal, its recovery)"
 	@echo "make test   - the whole suite: lint, sanity, units, doc-check, changelog-lint, ee, integration, molecule"
-	@echo "other targets: venv collection-root sim-binaries nvml lint sanity units integration molecule"
-	@echo "               doc-check changelog-lint ee build bench site-down clean"
+	@echo "other targets: venv collection-root sanity-root sim-binaries nvml chromium prometheus lint ruff ansible-lint"
+	@echo "               sanity units integration molecule doc-check changelog-lint ee build bench site-down clean"
 
 # --- set-up -------------------------------------------------------------------------------------------
 # The stamp depends on the requirement files, so a repeat run is a no-op until they change.
 venv: $(STAMP)
-$(STAMP): $(REPO)/requirements/dev.txt $(REPO)/requirements/runtime.txt $(REPO)/requirements/constraints.txt
+$(STAMP): $(REPO)/requirements/dev.txt $(REPO)/requirements/runtime.txt $(REPO)/meta/ee-requirements.txt \
+	$(REPO)/requirements/constraints.txt
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet -r $(REPO)/requirements/dev.txt -c $(REPO)/requirements/constraints.txt
 	@touch $@
@@ -155,6 +161,13 @@ doc-check: build
 			&& ! grep -q '^\[WARNING\]\|^ERROR' $(BUILD)/doc-check/$$m.txt; then \
 			echo "doc-check: gpuops.gpu_operator.$$m renders"; \
 		else echo "doc-check: gpuops.gpu_operator.$$m FAILED:"; cat $(BUILD)/doc-check/$$m.txt; failed=1; fi; \
+	done; \
+	for c in $$(ls $(REPO)/plugins/callback/*.py 2>/dev/null | xargs -r -n1 basename | sed 's/\.py$$//'); do \
+		if ANSIBLE_COLLECTIONS_PATH=$(BUILD)/doc-check ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false \
+			$(VENV)/bin/ansible-doc -t callback gpuops.gpu_operator.$$c >$(BUILD)/doc-check/callback-$$c.txt 2>&1 \
+			&& ! grep -q '^\[WARNING\]\|^ERROR' $(BUILD)/doc-check/callback-$$c.txt; then \
+			echo "doc-check: callback gpuops.gpu_operator.$$c renders"; \
+		else echo "doc-check: callback gpuops.gpu_operator.$$c FAILED:"; cat $(BUILD)/doc-check/callback-$$c.txt; failed=1; fi; \
 	done; exit $$failed
 
 # The execution environment's build context in build/ee (`ansible-builder create`: no container engine needed).
@@ -162,9 +175,11 @@ doc-check: build
 # reads them from an installed collection), so ansible-builder gets a copy of the definition next to a copy of meta/.
 EE_SRC := $(BUILD)/ee-src
 EE_CONTEXT := $(BUILD)/ee
-ee: venv
-	@rm -rf $(EE_SRC) $(EE_CONTEXT) && mkdir -p $(EE_SRC)/meta
+# The collection goes in from its own tarball (`make build`), next to the definition in collection/.
+ee: build
+	@rm -rf $(EE_SRC) $(EE_CONTEXT) && mkdir -p $(EE_SRC)/meta $(EE_SRC)/collection
 	@cp $(REPO)/meta/execution-environment.yml $(EE_SRC)/ && cp $(REPO)/meta/ee-* $(EE_SRC)/meta/
+	@cp $(TARBALL) $(EE_SRC)/collection/
 	$(VENV)/bin/ansible-builder create --file $(EE_SRC)/execution-environment.yml --context $(EE_CONTEXT) \
 		--output-filename Containerfile
 	@echo "ee: build the image with: podman build -t gpuops-ee:$(VERSION) $(EE_CONTEXT)"
@@ -191,13 +206,13 @@ SITE_PROFILE ?= demo
 site: collection-root sim-binaries nvml
 	cd $(REPO) && $(VENV)/bin/python -m tests.sim up --profile $(SITE_PROFILE)
 	cd $(REPO) && $(VENV)/bin/python -m tests.sim inventory > $(BUILD)/inventory.yml
-	cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/ansible-playbook -i $(BUILD)/inventory.yml playbooks/site.yml \
+	cd $(REPO) && $(PLAYBOOK_ENV) $(VENV)/bin/ansible-playbook -i $(BUILD)/inventory.yml playbooks/site.yml \
 		-e gpu_nvml_library=$(BUILD)/nvml/libnvidia-ml.so.1 -e gpuops_report_dir=$(BUILD)/reports
 
 # The audit needs the operator installed (the simulated operator only advertises GPUs then), so it runs
 # after site; the overlay inventory adds degraded, lost and aged GPUs and one unreachable host.
 audit: site
-	cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/ansible-playbook -i $(BUILD)/inventory.yml \
+	cd $(REPO) && $(PLAYBOOK_ENV) $(VENV)/bin/ansible-playbook -i $(BUILD)/inventory.yml \
 		-i $(REPO)/tests/integration/audit/demo-faults.yml playbooks/audit.yml \
 		-e gpu_nvml_library=$(BUILD)/nvml/libnvidia-ml.so.1 -e gpu_audit_report_dir=$(BUILD)/reports/audit
 
@@ -205,7 +220,7 @@ audit: site
 # written: a driver upgrade the gate must refuse before any write (the demo's drivers are preinstalled), the status,
 # a chart upgrade in proven waves, the status, and the rollback to where it started (so it can run again).
 canary-demo: site
-	cd $(REPO) && export $(ANSIBLE_ENV) && \
+	cd $(REPO) && export $(PLAYBOOK_ENV) && \
 	if ansible-playbook -i build/inventory.yml playbooks/upgrade.yml -e gpu_nvml_library=build/nvml/libnvidia-ml.so.1 -e gpu_canary_upgrade_driver_version=610.57.04 -e '{"gpu_canary_upgrade_canary_nodes": ["h100-0", "a100-0"]}'; then \
 		echo "canary-demo: the gate should have refused the driver upgrade on preinstalled drivers"; exit 1; fi && \
 	echo "canary-demo: the driver upgrade was refused before any write, as expected" && \

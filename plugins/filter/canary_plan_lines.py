@@ -19,12 +19,20 @@ description:
     quarantined (its owners and evidence, whether it uses C(maxUnavailable)) with the budget that is left, the gate
     (PodDisruptionBudgets, GPU jobs), each GPU workload's CUDA version against the target driver, per planned node
     how its driver restarts (in place or the full flow) with the GPU pods and C(nvidia.com/gpu.deploy.client)
-    DaemonSet pods it evicts, and the gate's failures.
+    DaemonSet pods it evicts.
+  - The gate's failures are not among the lines - the role's failure message names them, once.
+  - A list of nodes (a wave's, the unplanned, the excluded) names at most O(limit) of them and counts the rest, and
+    at most O(limit) per-node lines (quarantined nodes, driver restarts) are printed, then one line counting the
+    others; the plan itself holds them all.
 options:
   _input:
     description: The C(plan) of a M(gpuops.gpu_operator.gpu_canary_upgrade) result.
     type: dict
     required: true
+  limit:
+    description: Nodes named in one list, and per-node lines printed, at most.
+    type: int
+    default: 10
 """
 
 EXAMPLES = r"""
@@ -44,8 +52,17 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quara
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import target_text  # noqa: E402
 
 
-def _names(items, key=None):
-    return ", ".join(str(i[key] if key else i) for i in items or []) or "none"
+def _names(items, key=None, limit=None):
+    names = [str(i[key] if key else i) for i in items or []]
+    shown = names if limit is None else names[:limit]
+    more = " and %d more" % (len(names) - len(shown)) if len(names) > len(shown) else ""
+    return (", ".join(shown) or "none") + more
+
+
+def _capped(lines, limit, what):
+    """At most ``limit`` of ``lines``, then one line counting the others."""
+    more = ["  ... and %d more %s (in the plan)" % (len(lines) - limit, what)] if len(lines) > limit else []
+    return lines[:limit] + more
 
 
 def _cuda_lines(cuda):
@@ -61,7 +78,7 @@ def _cuda_lines(cuda):
     return lines
 
 
-def _quarantine_lines(plan):
+def _quarantine_lines(plan, limit):
     found = plan.get("foreign_quarantine") or []
     if not found:
         return []
@@ -78,7 +95,7 @@ def _quarantine_lines(plan):
             budget.get("left"),
         )
     ]
-    lines.extend(
+    per_node = [
         "  %s: %s%s"
         % (
             q["node"],
@@ -86,11 +103,11 @@ def _quarantine_lines(plan):
             "" if q["counts_against_max_unavailable"] else " (schedulable and Ready: not counted)",
         )
         for q in found
-    )
-    return lines
+    ]
+    return lines + _capped(per_node, limit, "quarantined node(s)")
 
 
-def _disruption_lines(disruption):
+def _disruption_lines(disruption, limit):
     if not disruption:
         return []
     lines = [
@@ -102,7 +119,7 @@ def _disruption_lines(disruption):
             disruption.get("evicted_workloads", 0),
         )
     ]
-    lines.extend(
+    per_node = [
         "%s: driver restart %s (%s); evicts %s; %s pods: %s"
         % (
             n["node"],
@@ -113,11 +130,12 @@ def _disruption_lines(disruption):
             _names(n["clients"]),
         )
         for n in disruption.get("nodes") or []
-    )
-    return lines
+    ]
+    return lines + _capped(per_node, limit, "node(s)")
 
 
-def canary_plan_lines(plan):
+def canary_plan_lines(plan, limit=10):
+    limit = max(int(limit), 1)
     gate = plan.get("gate") or {}
     state = "resuming, phase %s" % plan.get("phase") if plan.get("resumed") else "new"
     lines = [
@@ -126,17 +144,18 @@ def canary_plan_lines(plan):
         "Every node not in the current wave carries %s=true." % plan.get("skip_label"),
     ]
     lines.extend(
-        "%s [%s] taint %s, remove skip label, upgrade: %s" % (w["name"], w["status"], w["taint"], ", ".join(w["nodes"]))
+        "%s [%s] taint %s, remove skip label, upgrade: %s"
+        % (w["name"], w["status"], w["taint"], _names(w["nodes"], limit=limit))
         for w in plan.get("waves") or []
     )
-    lines.append("Not planned (keep the skip label): %s" % _names(plan.get("unplanned")))
-    lines.append("Excluded: %s" % _names(plan.get("excluded")))
-    lines.extend(_quarantine_lines(plan))
+    lines.append("Not planned (keep the skip label): %s" % _names(plan.get("unplanned"), limit=limit))
+    lines.append("Excluded: %s" % _names(plan.get("excluded"), limit=limit))
+    lines.extend(_quarantine_lines(plan, limit))
     verdict = "passed" if gate.get("passed") else "FAILED"
     pdbs, jobs = _names(gate.get("pdbs"), "name"), _names(gate.get("gpu_jobs"), "pod")
     lines.append("Gate: %s; PDBs: %s; GPU jobs: %s" % (verdict, pdbs, jobs))
     lines.extend(_cuda_lines(gate.get("cuda") or {}))
-    return lines + _disruption_lines(plan.get("disruption")) + list(gate.get("failures") or [])
+    return lines + _disruption_lines(plan.get("disruption"), limit)
 
 
 class FilterModule(object):

@@ -241,13 +241,14 @@ options:
 EXAMPLES = r"""
 # Every step of one upgrade, in order, each with the same target, canary pool and waves. The gpu_canary_upgrade role
 # (playbooks/upgrade.yml) runs them the same way, with the chart upgrade after prepare and a smoke test as the proof.
-- name: Plan the canary upgrade (read-only; the gate fails on an old upgrade failure or an incompatible CUDA image)
+- name: Plan the upgrade of inventory group gpu_canary's nodes (k8s_node_name; read-only, the gate names refusals)
   gpuops.gpu_operator.gpu_canary_upgrade:
     step: plan
     driver_version: 610.57.04
     canary_nodes: "{{ groups['gpu_canary'] | map('extract', hostvars, 'k8s_node_name') | list }}"
     waves: [1, "25%", "100%"]
   register: canary_plan
+  failed_when: canary_plan is failed or not canary_plan.plan.gate.passed  # stop before any write
 
 - name: Prepare - operands tolerate the canary taint, the driver upgrade policy is set, every GPU node is held
   gpuops.gpu_operator.gpu_canary_upgrade:
@@ -290,8 +291,7 @@ EXAMPLES = r"""
 # Then wave and finish_wave again for waves 1, 2, ... (canary_plan.plan.next_wave is the next one to run).
 
 - name: Where the upgrade stands (read-only, no target needed) - the record, each node, what is left, what to run
-  gpuops.gpu_operator.gpu_canary_upgrade:
-    step: status
+  gpuops.gpu_operator.gpu_canary_upgrade: {step: status}
   register: canary_status
 
 - name: After an abort, roll back to the versions the record started from (no target needed), a line every 30 s

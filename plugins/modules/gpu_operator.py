@@ -120,12 +120,15 @@ options:
 """
 
 EXAMPLES = r"""
+# fleet: the GPU hosts' facts decide driver.enabled (false where the hosts run their own driver), so a re-run over
+# a cluster that site.yml installed keeps what it has; the driver version applies where the operator's driver runs.
 - name: Install or upgrade the GPU Operator from NVIDIA's repository
   gpuops.gpu_operator.gpu_operator:
     chart_repo_url: https://helm.ngc.nvidia.com/nvidia
     chart_ref: gpu-operator
     chart_version: v26.7.0
     release_namespace: gpu-operator
+    fleet: "{{ hostvars | gpuops.gpu_operator.operator_values(groups['gpu_hosts']) }}"
     values:
       driver:
         version: 595.91.07

@@ -117,6 +117,14 @@ seealso:
 """
 
 EXAMPLES = r"""
+# The verdict reads each GPU host's NVML facts from hostvars: gather them first (a host without them fails at the
+# driver layer). From the host that talks to the cluster, once per GPU host, keeping the facts on that host:
+- name: Gather the NVML facts of every GPU host
+  gpuops.gpu_operator.nvidia_gpu_facts:
+  delegate_to: "{{ item }}"
+  delegate_facts: true
+  loop: "{{ groups['gpu_hosts'] }}"
+
 - name: Judge every GPU node and write the reports
   gpuops.gpu_operator.gpu_validate_report:
     hosts: "{{ hostvars | gpuops.gpu_operator.fleet_hosts(groups['gpu_hosts']) }}"

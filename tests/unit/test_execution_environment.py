@@ -1,10 +1,12 @@
 """The execution environment: meta/execution-environment.yml in ansible-builder 3 format, pinned, and consistent
-with the collection's own requirement files; `ansible-builder create` (what `make ee` runs) writes a build context
-that installs exactly that."""
+with the collection's own requirement files (the Python ones listed once); `ansible-builder create` (what `make ee`
+runs) writes a build context that installs exactly that: this collection from its own tarball, helm v4 and v3 built
+from their Go modules at the test bed's versions, the console callback as the stdout callback."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -56,7 +58,8 @@ def test_the_definition_is_ansible_builder_3_with_a_pinned_base_image_and_ansibl
 def test_the_collection_dependencies_resolve_from_the_collection_root_as_introspection_reads_them():
     python, system = process_collection(str(ROOT))
     assert python == requirement_lines(META / "ee-requirements.txt")
-    assert python == requirement_lines(ROOT / "requirements" / "runtime.txt")
+    # listed once: the development requirements include the same file
+    assert requirement_lines(ROOT / "requirements" / "runtime.txt") == ["-r ../meta/ee-requirements.txt"]
     assert system == requirement_lines(META / "ee-bindep.txt")
 
 
@@ -69,12 +72,26 @@ def test_the_constraints_pin_every_python_dependency_at_the_development_versions
         assert ee[req.name.lower()] in req.specifier, line
 
 
-def test_the_collections_are_this_version_and_the_kubernetes_core_the_development_one():
-    wanted = {c["name"]: c["version"] for c in yaml.safe_load((META / "ee-galaxy.yml").read_text())["collections"]}
-    assert wanted["gpuops.gpu_operator"] == GALAXY["version"]
+def test_the_collections_are_this_ones_own_tarball_and_the_kubernetes_core_the_development_one():
+    own, k8s_core = yaml.safe_load((META / "ee-galaxy.yml").read_text())["collections"]
+    tarball = "gpuops-gpu_operator-%s.tar.gz" % GALAXY["version"]  # what `make build` writes
+    assert own == {"name": "/build/collection/" + tarball, "type": "file"}  # never a Galaxy release
     k8s = json.loads(K8S_CORE_MANIFEST.read_text())["collection_info"]["version"]
-    assert wanted["kubernetes.core"] == k8s
+    assert k8s_core == {"name": "kubernetes.core", "version": k8s}
     assert k8s in SpecifierSet(GALAXY["dependencies"]["kubernetes.core"])
+
+
+HELM_PINS = ("HELM4_VERSION", "HELM3_VERSION")
+
+
+def helm_pins(path):
+    """``{"HELM4_VERSION": ..., "HELM3_VERSION": ...}`` as a shell script sets them (``X=v`` or ``X=${X:-v}``)."""
+    text = path.read_text()
+    return {k: re.search(r"^%s=(?:\$\{%s:-)?(v[0-9.]+)" % (k, k), text, re.M).group(1) for k in HELM_PINS}
+
+
+def test_the_helm_of_the_image_is_the_helm_the_test_bed_runs():
+    assert helm_pins(META / "ee-helm.sh") == helm_pins(ROOT / "tests" / "sim" / "build" / "build.sh")
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +102,8 @@ def context(tmp_path_factory):
     shutil.copy(META / "execution-environment.yml", tmp / "src")
     for f in META.glob("ee-*"):
         shutil.copy(f, tmp / "src" / "meta")
+    (tmp / "src" / "collection").mkdir()  # `make ee` copies the tarball of `make build` here
+    (tmp / "src" / "collection" / ("gpuops-gpu_operator-%s.tar.gz" % GALAXY["version"])).write_bytes(b"tarball")
     builder = Path(sys.executable).parent / "ansible-builder"
     proc = subprocess.run(
         [str(builder), "create", "--file", str(tmp / "src" / "execution-environment.yml")]
@@ -116,3 +135,29 @@ def test_create_copies_the_requirements_into_the_context(context):
         (META / "ee-galaxy.yml").read_text()
     )
     assert (build / "configs" / "ee-constraints.txt").read_text() == (META / "ee-constraints.txt").read_text()
+
+
+def stage(containerfile, name):
+    return containerfile.split("FROM base AS %s" % name, 1)[1].split("\nFROM ", 1)[0]
+
+
+def test_create_builds_helm_in_the_builder_stage_and_puts_it_on_the_image_path(context):
+    containerfile = (context / "Containerfile").read_text()
+    builder, final = stage(containerfile, "builder"), stage(containerfile, "final")
+    assert "COPY --from=docker.io/library/golang:" in builder and "sh /tmp/ee-helm.sh /opt/gpuops/bin" in builder
+    assert "COPY --from=builder /opt/gpuops/bin/helm /opt/gpuops/bin/helm3 /usr/local/bin/" in final
+    assert (context / "_build" / "helm" / "ee-helm.sh").read_text() == (META / "ee-helm.sh").read_text()
+    go = subprocess.run(["go", "env", "GOVERSION"], capture_output=True, text=True, check=False).stdout.strip()
+    if go:  # the Go of the image is the Go the test bed's binaries are built with
+        assert "golang:%s " % go.removeprefix("go") in builder
+
+
+def test_create_puts_the_collection_tarball_where_the_galaxy_stage_installs_it_from(context):
+    containerfile = (context / "Containerfile").read_text()
+    assert "COPY _build /build" in stage(containerfile, "galaxy")
+    assert (context / "_build" / "collection" / ("gpuops-gpu_operator-%s.tar.gz" % GALAXY["version"])).is_file()
+
+
+def test_the_image_speaks_through_the_console_callback(context):
+    final = stage((context / "Containerfile").read_text(), "final")
+    assert "ENV ANSIBLE_STDOUT_CALLBACK=gpuops.gpu_operator.console" in final

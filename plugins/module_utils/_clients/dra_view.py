@@ -18,7 +18,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_cel import (
     Unsupported,
@@ -26,6 +25,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_c
     plain_value,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import key_of, name_of, namespace_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.text import natural_key
 
 RESOURCE_GROUP, RESOURCE_VERSION = "resource.k8s.io", "v1"
 #: The DRA driver of NVIDIA GPUs (kubernetes-sigs/dra-driver-nvidia-gpu) and its DeviceClass per device type.
@@ -35,11 +35,6 @@ ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
 #: The operand component of the DRA kubelet plugin (``nvidia.com/gpu.deploy.dra-driver``).
 PLUGIN_COMPONENT = "dra-driver"
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
-
-
-def natural_key(text):
-    """``gpu-10`` after ``gpu-9``."""
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", str(text))]
 
 
 def device_value(device, name):

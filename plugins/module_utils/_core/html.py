@@ -10,7 +10,10 @@
 script, nothing fetched), the severity legend and the versions-per-pool picture (inline SVG).
 
 Templates are string constants (module_utils carry only Python through AnsiballZ). A report passes its own
-templates to :func:`render`; they extend ``page.html`` and import ``macros.html``.
+templates to :func:`render`; they extend ``page.html`` and import ``macros.html``. The pages fit a phone: below
+600 px a node table (``table.stack``) turns into a card per node (each cell labelled by its ``data-label``), other
+tables scroll in their own box and pictures scale; a node table of more than ``FILTER_FROM`` rows gets a filter
+(CSS only) that hides its ok rows.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -44,6 +47,9 @@ SEVERITIES = {
 
 SEVERITY_FILLS = {name: entry[1] for name, entry in SEVERITIES.items()}
 SEVERITY_GLYPHS = {name: entry[3] for name, entry in SEVERITIES.items()}
+
+#: A node table of more rows than this gets a filter that shows only the rows not ok.
+FILTER_FROM = 50
 
 #: Colours of the values of one field in a pool: the majority, the others (drift), unknown.
 MAJORITY_FILL, OTHER_FILLS, UNKNOWN_FILL = "#4e79a7", ("#c2187a", "#f28e2b", "#76b7b2", "#59a14f"), "#c4c8cc"
@@ -84,20 +90,46 @@ figure{margin:.3rem 0}figcaption{font-size:.85rem;color:#5b636e;margin-bottom:.3
 svg text{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif}
 dl.fixes dt{font-weight:600;margin-top:.5rem}dl.fixes dd{margin:.1rem 0 .3rem 1.2rem}
 :target{scroll-margin-top:1rem}dt:target,li:target{background:#fff3c4}
+svg{max-width:100%;height:auto}td,dd,li,code{overflow-wrap:anywhere}
+th.check{writing-mode:vertical-rl;transform:rotate(180deg);vertical-align:bottom;padding:.45rem .15rem}
+td.check{text-align:center;padding:.25rem .2rem;font-weight:700}
+tr.detail>td{background:#fffaf0;font-size:.8rem;padding:.3rem .6rem .45rem 1.2rem}
+.scroll tr.detail>td{position:static}tr.detail b{color:#5b636e;font-weight:600}
+.filter{display:block;margin:.4rem 0;font-size:.85rem}
+body:has(#only-failing:checked) tbody tr[data-severity=ok]{display:none}
+@media (max-width:600px){
+  body{padding:.6rem .6rem 2rem}h1{font-size:1.25rem}
+  figure{overflow-x:auto}figure svg{max-width:none}
+  table{display:block;max-width:100%;overflow-x:auto}
+  .scroll{max-height:none;overflow:visible;border:0}
+  table.stack,table.stack tbody,table.stack tr,table.stack td{display:block}
+  table.stack thead{display:none}
+  table.stack tr{border:1px solid #d5dae0;border-radius:6px;margin:0 0 .6rem;padding:.3rem .55rem}
+  table.stack tr.detail{margin-top:-.7rem;border-top:0;border-radius:0 0 6px 6px}
+  table.stack td,table.stack tr>:first-child{border:0;padding:.1rem 0;position:static;min-width:0;max-width:none;
+    white-space:normal}
+  table.stack td[data-label]::before{content:attr(data-label) ": ";font-weight:600;color:#5b636e}
+  table.stack td.check{display:inline-block;margin:.1rem .5rem .1rem 0;padding:0 .25rem;border-radius:3px}
+}
 """
 
-# Click a header to sort by it (again to reverse); numbers numerically, '-' last. A cell's data-value sorts
-# before its text. The fragment #sort=<column key>[:desc] sorts each sortable table on load.
+# Click a header to sort by it (again to reverse); numbers numerically, text in natural order (a100-2 before
+# a100-10), '-' last; a row's details line (tr.detail) moves with it. A cell's data-value sorts before its text.
+# The fragment #sort=<column key>[:desc] sorts each sortable table on load.
 _SORT_JS = """
 (function(){
   function key(td){var t=td.getAttribute('data-value');if(t===null)t=td.textContent;
     if(t==='-'||t==='')return [2,''];var n=Number(t);return isNaN(n)?[1,t.toLowerCase()]:[0,n];}
-  function cmp(a,b){if(a[0]!==b[0])return a[0]-b[0];return a[1]<b[1]?-1:(a[1]>b[1]?1:0);}
+  function cmp(a,b){if(a[0]!==b[0])return a[0]-b[0];
+    if(a[0]===1)return a[1].localeCompare(b[1],'en',{numeric:true});return a[1]<b[1]?-1:(a[1]>b[1]?1:0);}
   function sortable(table){var heads=table.tHead.rows[0].cells;
-    function sortBy(i,desc){var body=table.tBodies[0];var rows=Array.prototype.slice.call(body.rows);
+    function sortBy(i,desc){var body=table.tBodies[0];var rows=[],details={};
+      Array.prototype.forEach.call(body.rows,function(r){if(r.classList.contains('detail'))
+        details[rows.length-1]=r;else{r.setAttribute('data-at',rows.length);rows.push(r);}});
       rows.sort(function(r1,r2){var k1=key(r1.cells[i]),k2=key(r2.cells[i]);
         if(k1[0]===2||k2[0]===2)return k1[0]-k2[0];var c=cmp(k1,k2);return desc?-c:c;});
-      rows.forEach(function(r){body.appendChild(r);});
+      rows.forEach(function(r){body.appendChild(r);var d=details[r.getAttribute('data-at')];
+        if(d)body.appendChild(d);});
       for(var j=0;j<heads.length;j++)heads[j].removeAttribute('aria-sort');
       heads[i].setAttribute('aria-sort',desc?'descending':'ascending');}
     for(var i=0;i<heads.length;i++)(function(i){heads[i].addEventListener('click',function(){
@@ -130,6 +162,13 @@ _MACROS = """
 {{- sev.text }}</li>
 {% endfor %}
 </ul>
+{% endmacro %}
+
+{% macro row_filter(rows, shown_from, words) %}
+{% if rows | length > shown_from %}
+<label class="filter"><input type="checkbox" id="only-failing"> Show only the {{ words }}
+ ({{ rows | rejectattr("severity", "equalto", "ok") | list | length }} of {{ rows | length }} rows)</label>
+{% endif %}
 {% endmacro %}
 
 {% macro version_chart(chart, id) %}
@@ -238,5 +277,5 @@ def render(templates, name, **context):
         keep_trailing_newline=True,
     )
     return env.get_template(name).render(
-        style=_STYLE, script=_SORT_JS, fills=SEVERITY_FILLS, glyphs=SEVERITY_GLYPHS, **context
+        style=_STYLE, script=_SORT_JS, fills=SEVERITY_FILLS, glyphs=SEVERITY_GLYPHS, filter_from=FILTER_FROM, **context
     )

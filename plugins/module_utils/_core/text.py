@@ -12,6 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 
 def md_cell(value, empty="-"):
     """``value`` as one Markdown table cell: ``empty`` for None, pipes escaped, newlines folded."""
@@ -23,3 +25,8 @@ def md_table(headers, rows):
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _h in headers) + "|"]
     lines += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in rows]
     return lines
+
+
+def natural_key(name):
+    """Sort key of a name in natural order: ``a100-2`` before ``a100-10`` (numbers compare as numbers)."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", str(name or ""))]

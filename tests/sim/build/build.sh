@@ -35,15 +35,21 @@ given() {
 log() { printf '[build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 # progress WHAT CMD...: run CMD, saying every 30 s that WHAT is still running (a cold Kubernetes build takes
-# many minutes on a small machine and prints nothing meanwhile).
+# many minutes on a small machine and prints nothing meanwhile). Go's `go: downloading` lines (hundreds on a cold
+# cache) are folded into a count on those lines; CMD's other output follows when it ends.
 progress() {
-  local what=$1 pid ticks=0; shift
-  "$@" & pid=$!
+  local what=$1 pid ticks=0 rc=0 out; shift
+  out=$(mktemp)
+  "$@" >"$out" 2>&1 & pid=$!
   while kill -0 "$pid" 2>/dev/null; do
     sleep 1; ticks=$((ticks + 1))
-    if [ $((ticks % 30)) -eq 0 ]; then log "$what: still running after ${ticks}s"; fi
+    if [ $((ticks % 30)) -eq 0 ]; then
+      log "$what: still running after ${ticks}s ($(grep -c '^go: downloading' "$out") Go modules downloaded)"; fi
   done
-  wait "$pid"
+  wait "$pid" || rc=$?
+  grep -v '^go: downloading' "$out" >&2 || true
+  rm -f "$out"
+  return "$rc"
 }
 
 build_k8s() {

@@ -18,7 +18,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import blocking, natural_key
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import blocking
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.text import natural_key
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.compat import version_tuple
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.dra import (
     published_gpus,

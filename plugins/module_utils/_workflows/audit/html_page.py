@@ -21,6 +21,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.html imp
     severity_rank,
     version_chart,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.text import natural_key
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.cells import (
     CATEGORY_TITLES,
     COLUMNS,
@@ -45,6 +46,8 @@ _FIRST = ("node", "severity", "cluster", "pool", "status", "issues")
 HTML_COLUMNS = tuple(c for k in _FIRST for c in COLUMNS + (("severity", "Severity"),) if c[0] == k) + tuple(
     c for c in COLUMNS if c[0] not in _FIRST
 )
+
+_TITLES = dict(HTML_COLUMNS)
 
 #: Fleet table columns that wrap (long values) and those that never do.
 _WIDE = {"issues": "wide", "toolkit": "mid", "runtime": "mid", "mig_layout": "mid", "vbios": "mid"}
@@ -93,7 +96,7 @@ def health_grids(snapshot):
     for (cluster, pool), rows in sorted(_pool_groups(snapshot).items()):
         width = _LABEL_W + max(max([len(r["gpus"]) for r in rows]) * (_SQUARE + _GAP), 250)
         hosts = []
-        for i, r in enumerate(sorted(rows, key=lambda r: r["node_name"])):
+        for i, r in enumerate(sorted(rows, key=lambda r: natural_key(r["node_name"]))):
             y = 4 + i * (_SQUARE + 6)
             squares = [_gpu_square(r, g, _LABEL_W + j * (_SQUARE + _GAP), y) for j, g in enumerate(r["gpus"])]
             hosts.append(
@@ -139,7 +142,7 @@ def fleet_rows(snapshot):
                 cls.append("st-%s" % r["status"])
             elif key == "health" and cells[key] in ("warning", "critical", "ok"):
                 cls.append("sev-%s" % cells[key])
-            tds.append({"key": key, "text": cell_text(cells[key]), "cls": " ".join(cls)})
+            tds.append({"key": key, "label": _TITLES[key], "text": cell_text(cells[key]), "cls": " ".join(cls)})
         out.append(
             {
                 "id": r["id"],
@@ -151,13 +154,15 @@ def fleet_rows(snapshot):
                 "issues": _issues_cell(r),
             }
         )
-    return sorted(out, key=lambda row: (row["rank"], row["id"]))
+    return sorted(out, key=lambda row: (row["rank"], natural_key(row["id"])))
 
 
 def findings(snapshot):
     """Every health finding of the fleet, worst first: row, GPU, severity, code and evidence."""
     found = [dict(f, id=r["id"], host=r["host"]) for r in snapshot["fleet"] for f in r["findings"]]
-    return sorted(found, key=lambda f: (severity_rank(f["severity"]), f["id"], str(f["gpu"]), f["reason"]))
+    return sorted(
+        found, key=lambda f: (severity_rank(f["severity"]), natural_key(f["id"]), natural_key(f["gpu"]), f["reason"])
+    )
 
 
 def fixes(snapshot):

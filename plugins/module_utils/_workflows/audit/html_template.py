@@ -48,8 +48,9 @@ colours differ from it, grey is unknown. Hover a segment for its nodes.</figcapt
 {{ m.version_chart(versions, "versions") }}</figure>
 
 <h2>GPU health per host</h2>
-<p class="muted">One square per GPU, coloured by severity (see the legend); hover a square for the GPU's reasons
-and temperature. A grey dashed bar is a host that gave no GPU data.</p>
+<p class="muted">One square per GPU, coloured by severity (see the legend); the reasons of every GPU that is not
+ok are under Health findings (a square's tooltip repeats them). A grey dashed bar is a host that gave no GPU
+data.</p>
 <div class="pictures" id="health-grid">
 {% for g in grids %}
 <figure data-pool="{{ g.label }}"><figcaption>{{ g.label }}</figcaption>
@@ -191,22 +192,24 @@ and how it compares with NVML on the host.</p>
 <h2>Fleet</h2>
 <p class="muted">Worst rows first. Click a column to sort (again to reverse). Highlighted cells differ from their
 pool's majority; codes link to their fix.</p>
-<div class="scroll"><table id="fleet" class="sortable"><thead><tr>
+{{ m.row_filter(rows, filter_from, "rows that are not ok (degraded, failing, unknown)") }}
+<div class="scroll"><table id="fleet" class="sortable stack"><thead><tr>
 {% for key, title in columns %}<th data-key="{{ key }}">{{ title }}</th>{% endfor %}
 </tr></thead><tbody>
 {% for r in rows %}
 <tr data-id="{{ r.id }}" data-status="{{ r.status }}" data-severity="{{ r.severity }}">
 {% for c in r.cells %}
 {% if c.key == "severity" %}
-<td data-key="severity" data-value="{{ r.rank }}" class="nowrap sev-{{ r.severity }}">{{ r.severity }}</td>
+<td data-key="severity" data-label="{{ c.label }}" data-value="{{ r.rank }}" class="nowrap sev-{{ r.severity }}">
+{{- r.severity }}</td>
 {% elif c.key == "status" and r.status_link %}
-<td data-key="status" class="{{ c.cls }}"><a href="#fix-{{ r.status }}">{{ c.text }}</a></td>
+<td data-key="status" data-label="{{ c.label }}" class="{{ c.cls }}"><a href="#fix-{{ r.status }}">{{ c.text }}</a></td>
 {% elif c.key == "issues" and r.issues %}
-<td data-key="issues" class="{{ c.cls }}">
+<td data-key="issues" data-label="{{ c.label }}" class="{{ c.cls }}">
 {%- for i in r.issues %}{{ i.before }}{% if i.code %}{{ code_link(i.code) }}{% endif %}{{ i.after }}
 {{- "; " if not loop.last }}{% endfor %}</td>
 {% else %}
-<td data-key="{{ c.key }}" class="{{ c.cls }}">{{ c.text }}</td>
+<td data-key="{{ c.key }}" data-label="{{ c.label }}" class="{{ c.cls }}">{{ c.text }}</td>
 {% endif %}
 {% endfor %}
 </tr>

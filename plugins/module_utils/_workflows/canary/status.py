@@ -17,6 +17,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
     UPGRADE_SKIP_LABEL,
     UPGRADE_STATE_LABEL,
     cluster_policy_view,
+    gpu_labels,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import (
     evidence_text,
@@ -40,14 +41,13 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.upgr
     running_release,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.driver import value_text
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import (
-    DRIVER_VERSION_LABEL,
-    FAILED_ANNOTATION,
-)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import FAILED_ANNOTATION
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import (
     PHASE_ABORTED,
     PHASE_DONE,
     PHASE_IN_PROGRESS,
+    PHASE_ROLLED_BACK,
+    PHASE_ROLLING_BACK,
     UNFINISHED,
     WAVE_PENDING,
     target_text,
@@ -143,7 +143,8 @@ def node_state(node, key):
     labels = labels_of(node)
     return {
         "upgrade_state": labels.get(UPGRADE_STATE_LABEL),
-        "driver_version": labels.get(DRIVER_VERSION_LABEL),
+        # GFD's driver labels, the deprecated names too (one reader: cluster_view)
+        "driver_version": gpu_labels(labels)["driver_version"],
         "skip": labels.get(UPGRADE_SKIP_LABEL) == "true",
         "tainted": _tainted(node, key),
         "cordoned": bool((node.get("spec") or {}).get("unschedulable")),
@@ -160,9 +161,12 @@ def _node_line(name, state):
     return "  %s: %s" % (name, ", ".join(parts))
 
 
-def _wave_lines(wave, states):
+def _wave_lines(wave, states, phase=None):
     names = wave.get("nodes") or []
     status = wave.get("status") or WAVE_PENDING
+    if status != WAVE_PENDING and phase in (PHASE_ROLLING_BACK, PHASE_ROLLED_BACK):
+        # a rollback undoes every wave: what a wave was is history, not where its nodes are
+        status = "%s, was %s" % ("rolled back" if phase == PHASE_ROLLED_BACK else "rolling back", status)
     if status == WAVE_PENDING:
         held = sum(1 for n in names if (states.get(n) or {}).get("skip"))
         return ["%s [%s]: %d node(s), %d held by the skip label" % (wave["name"], status, len(names), held)]
@@ -255,7 +259,7 @@ def describe(record, cp, nfd_daemonsets, nodes, where, taint, stalls=()):
         ]
         lines += ["Last failure: %s" % rec["reason"]] if rec.get("reason") else []
         for wave in rec.get("waves") or []:
-            lines.extend(_wave_lines(wave, states))
+            lines.extend(_wave_lines(wave, states, rec.get("phase")))
         lines.extend(_quarantine_lines(out["foreign_quarantine"]))
     else:
         lines = ["No canary upgrade is recorded in ConfigMap %s." % where]

@@ -20,6 +20,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
     is_gpu_node,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, name_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.text import natural_key
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import PlanError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import POOL_LABEL
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.pods import (
@@ -88,11 +89,6 @@ def plan_waves(canary, rest, waves):
         plan.append({"index": len(plan), "name": "wave-%d" % len(plan), "nodes": list(rest[start:target])})
         start = target
     return plan, list(rest[start:])
-
-
-def natural_key(name):
-    """Sort key that orders ``h100-2`` before ``h100-10``."""
-    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name or "")]
 
 
 def interleave_pools(names, pool_of):

@@ -19,6 +19,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.html imp
     version_chart,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers import LAYER_DESCRIPTIONS, layer_rank
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.text import natural_key
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.html_template import TEMPLATE
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.registry import (
     CHECKS,
@@ -38,12 +39,14 @@ LADDER_LEGEND = {
 STATE_WORDS = {"critical": "stops here", "warning": "fails too", "ok": "passed", "unknown": "not reached"}
 #: A check's outcome -> the severity it is shown with.
 OUTCOME_SEVERITY = {"pass": "ok", "fail": "critical", "skipped": "unknown"}
+#: A check's outcome -> its sign in the check table (the outcome itself is the cell's data-value and aria-label).
+OUTCOME_GLYPHS = {"pass": "\u2713", "fail": "\u2715", "skipped": "\u2013"}
 _CELL_W, _CELL_H, _LABEL_W, _HEAD_H = 92, 20, 170, 34
 
 
 def _failing(summary):
     rows = [r for r in summary["rows"] if r["verdict"] == FAIL]
-    return sorted(rows, key=lambda r: (layer_rank(r["failing_layer"]), r["node"]))
+    return sorted(rows, key=lambda r: (layer_rank(r["failing_layer"]), natural_key(r["node"])))
 
 
 def ladder(summary):
@@ -94,7 +97,8 @@ def _allocatable(row):
 def table_rows(summary):
     """The check table: failing nodes first (lowest layer first), then the passing ones, each check's outcome."""
     out = []
-    for r in _failing(summary) + [r for r in summary["rows"] if r["verdict"] != FAIL]:
+    others = sorted((r for r in summary["rows"] if r["verdict"] != FAIL), key=lambda r: natural_key(r["node"]))
+    for r in _failing(summary) + others:
         failing = r["verdict"] == FAIL
         out.append(
             {
@@ -128,4 +132,5 @@ def render_html(summary, title="GPU validation report", generated=None):
         checks=[{"name": n, "text": d} for n, d in CHECKS],
         layers=layers,
         outcome_severity=OUTCOME_SEVERITY,
+        outcome_glyphs=OUTCOME_GLYPHS,
     )

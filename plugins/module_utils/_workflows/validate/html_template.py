@@ -34,8 +34,9 @@ layer by layer{% endblock %}
 <h2>Where each failing node stops</h2>
 {% if ladder.rows %}
 {{ m.legend(legend) }}
-<figure><figcaption>One row per failing node, one column per layer, bottom of the stack on the left. Hover a cell
-for its evidence; a column's count is the nodes that stop there.</figcaption>
+<figure><figcaption>One row per failing node, one column per layer, bottom of the stack on the left; a column's
+count is the nodes that stop there. Each node's evidence is on its line in the table below and under Failures
+(a node's name links there).</figcaption>
 <svg id="ladder" role="img" aria-label="The layer where each failing node stops" width="{{ ladder.width }}"
  height="{{ ladder.height }}" viewBox="0 0 {{ ladder.width }} {{ ladder.height }}">
 {% for h in ladder.heads %}
@@ -46,7 +47,7 @@ for its evidence; a column's count is the nodes that stop there.</figcaption>
 {% endfor %}
 {% for r in ladder.rows %}
 <g class="ladder-row" data-node="{{ r.node }}" data-layer="{{ r.layer }}">
-<text x="0" y="{{ r.y + 14 }}" font-size="12">{{ r.node }}</text>
+<a href="#node-{{ r.node }}"><text x="0" y="{{ r.y + 14 }}" font-size="12" fill="#0b57d0">{{ r.node }}</text></a>
 {% for c in r.cells %}
 <g class="layer-cell" data-layer="{{ c.layer }}" data-state="{{ c.state }}"><title>{{ c.tooltip }}</title>
 <rect x="{{ c.x + 2 }}" y="{{ r.y }}" width="{{ ladder.cell_w - 4 }}" height="{{ ladder.cell_h }}" rx="3"
@@ -70,30 +71,41 @@ majority, other colours differ from it, grey is unknown (NVML did not answer).</
 {{ m.version_chart(drivers, "drivers") }}</figure>
 
 <h2>Nodes and checks</h2>
-<p class="muted">Failing nodes first, lowest layer first. Click a column to sort (again to reverse).</p>
-<div class="scroll"><table id="checks" class="sortable"><thead><tr>
+<p class="muted">Failing nodes first, lowest layer first, each with its evidence and fix on the line below. One
+column per check (&#x2713; pass, &#x2715; fail, &ndash; not run; see <a href="#check-list">Checks</a>). Click a
+column to sort (again to reverse).</p>
+{{ m.row_filter(rows, filter_from, "failing and quarantined nodes") }}
+<div class="scroll"><table id="checks" class="sortable stack"><thead><tr>
 <th data-key="node">Node</th><th data-key="verdict">Verdict</th><th data-key="layer">Stops at</th>
 <th data-key="pool">Pool</th><th data-key="product">Product</th><th data-key="driver">Driver</th>
 <th data-key="nvml_gpus">GPUs (NVML)</th><th data-key="allocatable">Allocatable</th>
-{% for c in checks %}<th data-key="check-{{ c.name }}" title="{{ c.text }}">{{ c.name }}</th>{% endfor %}
-<th data-key="evidence">Evidence</th></tr></thead><tbody>
+{% for c in checks %}<th class="check" data-key="check-{{ c.name }}">{{ c.name }}</th>{% endfor %}
+</tr></thead><tbody>
 {% for t in rows %}
 {% set r = t.row %}
-<tr data-node="{{ r.node }}" data-verdict="{{ r.verdict }}">
-<td data-key="node" class="nowrap">{% if r.verdict == "fail" %}<a href="#node-{{ r.node }}">{{ r.node }}</a>
-{%- else %}{{ r.node }}{% endif %}</td>
-<td data-key="verdict" data-value="{{ t.rank }}" class="nowrap sev-{{ t.severity }}">{{ r.verdict }}</td>
-<td data-key="layer" data-value="{{ t.rank }}" class="nowrap">{{ layer_link(r.failing_layer) }}</td>
-<td data-key="pool" class="nowrap">{{ r.pool or "-" }}</td>
-<td data-key="product" class="nowrap">{{ r.product or "-" }}</td>
-<td data-key="driver" class="nowrap">{{ r.driver_version or "-" }}</td>
-<td data-key="nvml_gpus">{{ "-" if r.nvml_gpus is none else r.nvml_gpus }}</td>
-<td data-key="allocatable" class="nowrap">{{ t.allocatable or "-" }}</td>
+<tr data-node="{{ r.node }}" data-verdict="{{ r.verdict }}" data-severity="{{ t.severity }}">
+<td data-key="node" data-label="Node" class="nowrap">{% if r.verdict == "fail" %}<a href="#node-{{ r.node }}">
+{{- r.node }}</a>{% else %}{{ r.node }}{% endif %}</td>
+<td data-key="verdict" data-label="Verdict" data-value="{{ t.rank }}" class="nowrap sev-{{ t.severity }}">
+{{- r.verdict }}</td>
+<td data-key="layer" data-label="Stops at" data-value="{{ t.rank }}" class="nowrap">
+{{- layer_link(r.failing_layer) }}</td>
+<td data-key="pool" data-label="Pool" class="nowrap">{{ r.pool or "-" }}</td>
+<td data-key="product" data-label="Product">{{ r.product or "-" }}</td>
+<td data-key="driver" data-label="Driver" class="nowrap">{{ r.driver_version or "-" }}</td>
+<td data-key="nvml_gpus" data-label="GPUs (NVML)">{{ "-" if r.nvml_gpus is none else r.nvml_gpus }}</td>
+<td data-key="allocatable" data-label="Allocatable">{{ t.allocatable or "-" }}</td>
 {% for c in t.checks %}
-<td data-key="check-{{ c.name }}" class="nowrap sev-{{ outcome_severity[c.outcome] }}">{{ c.outcome }}</td>
+<td data-key="check-{{ c.name }}" data-label="{{ c.name }}" data-value="{{ c.outcome }}"
+ class="check sev-{{ outcome_severity[c.outcome] }}" aria-label="{{ c.name }}: {{ c.outcome }}">
+{{- outcome_glyphs[c.outcome] }}</td>
 {% endfor %}
-<td data-key="evidence" class="wide">{{ r.evidence | join("; ") or "-" }}</td>
 </tr>
+{% if r.evidence %}
+<tr class="detail" data-detail-of="{{ r.node }}" data-severity="{{ t.severity }}">
+<td data-key="evidence" colspan="{{ 8 + checks | length }}"><b>Evidence:</b> {{ r.evidence | join("; ") }}
+{%- for f in r.findings[:1] %} <b>Fix:</b> {{ f.fix }}{% endfor %}</td></tr>
+{% endif %}
 {% endfor %}
 </tbody></table></div>
 

@@ -30,8 +30,15 @@ def page(**kw):
 
 
 def checks_table(root):
+    """The node rows of the check table (each failing node's details line left out)."""
     _headers, rows = html_dom.table(root, "checks")
-    return list(rows)
+    return [(tr, cells) for tr, cells in rows if "data-node" in tr.attrs]
+
+
+def details_lines(root):
+    """``{node: text}`` of the details lines under the failing nodes' rows."""
+    _headers, rows = html_dom.table(root, "checks")
+    return {tr.attrs["data-detail-of"]: cells["evidence"].text for tr, cells in rows if "data-detail-of" in tr.attrs}
 
 
 def test_the_page_is_self_contained_and_the_same_summary_gives_the_same_bytes():
@@ -78,21 +85,35 @@ def test_the_check_table_lists_failing_nodes_first_lowest_layer_first():
     assert "sortable" in page().one("table", id="checks").attrs["class"]
 
 
-def test_each_check_is_a_column_coloured_by_its_outcome():
+def test_each_check_is_a_narrow_column_with_its_outcome_as_a_sign_and_a_word():
     headers, _rows = html_dom.table(page(), "checks")
-    assert headers[8:-1] == [name for name, _d in CHECKS]
+    assert headers[8:] == [name for name, _d in CHECKS]
     cells = {tr.attrs["data-node"]: c for tr, c in checks_table(page())}
-    assert (cells["h100-4"]["check-allocatable"].text, cells["h100-4"]["check-allocatable"].attrs["class"]) == (
+    allocatable = cells["h100-4"]["check-allocatable"]
+    assert (allocatable.text, allocatable.attrs["class"], allocatable.attrs["data-value"]) == (
+        "\u2715",
+        "check sev-critical",
         "fail",
-        "nowrap sev-critical",
     )
-    assert cells["h100-0"]["check-operands"].attrs["class"] == "nowrap sev-ok"
-    assert (cells["h100-0"]["check-smoke"].text, cells["h100-0"]["check-smoke"].attrs["class"]) == (
+    assert allocatable.attrs["aria-label"] == "allocatable: fail" and allocatable.attrs["data-label"] == "allocatable"
+    assert cells["h100-0"]["check-operands"].attrs["class"] == "check sev-ok"
+    assert (cells["h100-0"]["check-smoke"].text, cells["h100-0"]["check-smoke"].attrs["data-value"]) == (
+        "\u2013",
         "skipped",
-        "nowrap sev-unknown",
     )
-    assert cells["h100-4"]["evidence"].text == "node advertises nvidia.com/gpu=7 but NVML counts 8 GPUs"
     assert cells["h100-4"]["allocatable"].text == "nvidia.com/gpu=7"
+
+
+def test_each_failing_node_has_its_evidence_and_fix_on_a_line_below_its_row():
+    lines = details_lines(page())
+    assert list(lines) == ["h100-3", "a100-1", "h100-4", "l40s-2"]
+    assert lines["h100-4"] == (
+        "Evidence: node advertises nvidia.com/gpu=7 but NVML counts 8 GPUs "
+        "Fix: Check the device plugin pod on this node and the GPUs it marks unhealthy."
+    )
+    _headers, rows = html_dom.table(page(), "checks")
+    order = [tr.attrs.get("data-node") or "detail:" + tr.attrs["data-detail-of"] for tr, _c in rows]
+    assert order[:4] == ["h100-3", "detail:h100-3", "a100-1", "detail:a100-1"]  # each line under its node
 
 
 def test_the_table_scrolls_under_sticky_headers():

@@ -238,6 +238,22 @@ def test_the_status_of_an_aborted_upgrade_shows_the_plan_each_node_the_failure_a
     )
 
 
+def test_after_a_rollback_each_wave_reads_rolled_back_and_a_driver_known_only_by_its_older_labels_is_named():
+    proven = record("rolled-back")
+    proven["waves"][0].update(status="proven", reason=None)
+    nodes = cluster_nodes()
+    nodes[0]["metadata"]["labels"] = {  # GFD's deprecated label names only
+        "nvidia.com/cuda.driver.major": "580",
+        "nvidia.com/cuda.driver.minor": "1",
+    }
+    st = describe(proven, policy(), [], nodes, "gpu-operator/gpuops-canary-upgrade", (TAINT, "NoSchedule"))
+    assert st["lines"][2:4] == [
+        "canary [rolled back, was proven]: 1 node(s)",
+        "  h100-0: no upgrade state, driver 580.1, tainted, failed: 2026-12-03T10:04:00Z canary: upgrade-failed",
+    ]
+    assert st["lines"][4] == "wave-1 [pending]: 2 node(s), 2 held by the skip label"
+
+
 def test_without_a_record_the_status_says_so_and_still_names_canary_leftovers():
     st = describe(None, policy(), [], [node("h100-0")], "gpu-operator/gpuops-canary-upgrade", (TAINT, "NoSchedule"))
     assert st["phase"] is None and not st["unfinished"] and st["leftovers"] == []
