@@ -124,14 +124,15 @@ class OperatorRelease:
         """``(effective values, reasons, chart defaults)`` for chart ``version``. The values that select the mode (the
         asked one, else the installed release's) come with the fleet's, below the user's values, which must agree."""
         defaults = self.helm.show_values(chart, version)
+        user = self.p.user_values()
         mode = self.p.mode
         if mode is None and deployed_values is not None:
             mode = release_mode(deep_merge(defaults, deployed_values))
         try:
             values, reasons = effective_values(
                 defaults,
-                self.p.user_values(),
-                with_mode_values(self.p.fleet, mode, defaults, version, self.p.user_values()),
+                user,
+                with_mode_values(self.p.fleet, mode, defaults, version, user),
                 self.cluster_facts(),
                 deployed_values,
             )
@@ -164,7 +165,8 @@ class OperatorRelease:
         values, reasons, defaults = self._values(chart, target, deployed_values)
         mode = release_mode(deep_merge(defaults, values))
         deployed_mode = release_mode(deep_merge(defaults, deployed_values or {})) if deployed else None
-        self.warnings.extend(gate_mode(self.kube, mode, deployed_mode, self.p.fleet, self.served()))
+        served = self.served() if mode == "gpucluster" else None  # the DeviceClass API, where it matters
+        self.warnings.extend(gate_mode(self.kube, mode, deployed_mode, self.p.fleet, served))
         target_crds, skipped = self.helm.chart_crds(chart, target, deep_merge(defaults, values))
         crds = crd_changes(target_crds, live_crds(self.kube, [name_of(c) for c in target_crds]))
         self._crd_gate(crds, target)
