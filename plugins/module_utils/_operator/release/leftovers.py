@@ -72,19 +72,20 @@ def uninstall_failed(exc, kube, resources, after, before, objects, result):
     deleted = [o for o in objects if not o["hook"] and (o["kind"], o["namespace"], o["name"]) not in kept]
     moved = after is None or (after.get("status"), after.get("revision")) != (before["status"], before["revision"])
     changed = bool(deleted) or moved
-    state = (
-        "the release record is gone"
-        if after is None
-        else "the release is %s (revision %s)" % (after.get("status"), after.get("revision"))
-    )
+    if after is None:
+        state = "the release record is gone, so delete what remains yourself"
+    else:
+        state = "the release is %s (revision %s): fix the cause and run the uninstall again" % (
+            after.get("status"),
+            after.get("revision"),
+        )
     raise ReleaseError(
-        "helm uninstall failed after deleting %d of the release's %d object(s); %s; still in the cluster: %s. Fix the "
-        "cause and run the uninstall again (it deletes what remains): %s"
+        "helm uninstall failed after deleting %d of the release's %d object(s); still in the cluster: %s; %s: %s"
         % (
             len(deleted),
             len([o for o in objects if not o["hook"]]),
-            state,
             ", ".join(o["text"] for o in left) or "nothing",
+            state,
             exc.msg,
         ),
         **dict(result, changed=changed, remaining=[o["text"] for o in left], release=after, helm_error=exc.msg),
