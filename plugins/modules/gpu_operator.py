@@ -25,7 +25,9 @@ description:
   - Refuses to apply CRDs that would drop fields from the CRDs in the cluster (those of a newer chart), naming how
     many fields per CRD, unless O(force=true). Check mode refuses the same way.
   - Renders the chart (C(helm template)) before writing anything, so a chart C(fail) check, a values schema
-    violation or a template error fails the run with Helm's message and nothing changed, in check mode too.
+    violation or a template error fails the run with Helm's message and nothing changed, in check mode too. The
+    render gets what the cluster serves (C(--api-versions) for every group, version and kind from API discovery,
+    C(--kube-version) with the server's version), so a chart reading C(.Capabilities) renders as it installs.
   - Idempotent. Nothing is written when the deployed chart version and its values (C(helm get values)) equal the
     target version and the effective values, and the CRDs match the chart's.
   - The effective values are the user's O(values_files) and O(values) (they always win) on top of values
@@ -37,6 +39,10 @@ description:
     observed the current spec (C(status.observedGeneration) or the C(Ready) condition's C(observedGeneration) equals
     C(metadata.generation); where the CRD carries neither, once the driver pods run the ClusterPolicy's driver
     version). When not ready it fails with what is still old, the conditions and the not-ready operands per node.
+    A run that finds the release at the target checks readiness the same way, so it fails again until the operator
+    is ready.
+  - When C(helm uninstall) fails part way it reports C(changed=true) if helm deleted anything and lists the objects
+    of the release (and of its hooks) that remain.
   - When the helm write fails it reads the release history. If Helm wrote no revision, nothing is rolled back and
     the message says the release is unchanged. If Helm wrote a revision, it rolls back (O(rollback_on_failure)) to
     the revision that was deployed before this run, never an older one, and the message names the revisions and
@@ -97,8 +103,8 @@ options:
     default: true
   ready_timeout:
     description:
-      - Seconds to wait after an install or upgrade for the ClusterPolicy (the GPUCluster in V(gpucluster) mode) to
-        be ready; V(0) skips the wait.
+      - Seconds to wait for the ClusterPolicy (the GPUCluster in V(gpucluster) mode) to be ready, after an install or
+        upgrade and on a run that finds the release at the target; V(0) skips the wait.
     type: int
     default: 600
   mode:
@@ -110,6 +116,10 @@ options:
         C(gpu.nvidia.com) and nodes advertise no C(nvidia.com/gpu).
       - The values that select the mode (C(clusterPolicy.deployCR), C(gpuCluster.deployCR),
         C(driver.nvidiaDriverCRD.enabled)) are synthesised; O(values) that select another mode fail the run.
+        V(gpucluster) also sets C(driver.nvidiaDriverCRD.enabled=true) while C(driver.enabled) is true (the chart
+        refuses a GPUCluster without NVIDIADriver objects), and refuses, naming the value to set, C(values) the chart
+        refuses in that mode (C(clusterPolicy.deployCR=true), C(driver.nvidiaDriverCRD.enabled=false) with the
+        driver on) and a cluster that serves no C(resource.k8s.io) DeviceClass.
       - V(gpucluster) is for new installs. It is refused before any write on a cluster with a ClusterPolicy, on a
         release installed in another mode (and an installed V(gpucluster) release is not moved to another mode),
         on Kubernetes older than 1.34.2, on a chart without GPUCluster mode, and when O(fleet) names hosts whose
@@ -222,7 +232,7 @@ readiness:
       (V(ready), V(not-ready), V(upgrading) - 26.7.0+ keeps the object notReady while nodes upgrade - or
       V(not-proven) - an older or unknown release, whose ready state proves nothing during an upgrade). The wait is
       not ready while a node is mid-upgrade, on any release.
-  returned: when the release was written and O(ready_timeout) > 0
+  returned: when O(state=present), not in check mode, and O(ready_timeout) > 0
   type: dict
   sample: {ready: true, state: ready, generation: 4, observed_generation: 4, stale: [], conditions: [],
            release: 26.7.0, upgrading: [], status_meaning: ready, not_ready_operands: {}, waited_s: 12.5}
@@ -232,9 +242,15 @@ helm_version:
   type: str
   sample: v4.0.1
 helm_error:
-  description: Helm's message when rendering the chart, or the install or upgrade, failed.
-  returned: on failure of the render or of the helm write
+  description: Helm's message when rendering the chart, the install or upgrade, or the uninstall failed.
+  returned: on failure of the render, of the helm write or of the uninstall
   type: str
+remaining:
+  description: The objects of the release and of its hooks still in the cluster, as C(Kind namespace/name).
+  returned: on failure of the uninstall
+  type: list
+  elements: str
+  sample: [ServiceAccount gpu-operator/gpu-operator-node-feature-discovery-prune]
 revision_written:
   description: Whether Helm wrote a new release revision before it failed.
   returned: on failure of the render or of the helm write

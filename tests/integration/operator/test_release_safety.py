@@ -20,14 +20,15 @@ from tests.sim.operator.logic import ANN_FAULT
 
 CP, NVD = "clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com"
 NFD_CRDS = sorted(c["metadata"]["name"] for c in chart.nfd_crd_documents("v26.7.0"))
-COMPUTE_DOMAIN_CRDS = ["computedomaincliques.resource.nvidia.com", "computedomains.resource.nvidia.com"]
+# the CRDs v26.7.0 added: the GPUCluster and the DRA driver's ComputeDomains
+V267_CRDS = ["computedomaincliques.resource.nvidia.com", "computedomains.resource.nvidia.com", "gpuclusters.nvidia.com"]
 LAG = "observed-generation-lag"
 
 
 @pytest.fixture(scope="module")
 def bed(testbed, tmp_path_factory):
     """The simulated operator and a clean slate (no release, no operator CRDs) before and after this module; the NFD
-    and ComputeDomain CRDs the specs leave behind are removed at the end."""
+    and v26.7.0 CRDs (GPUCluster, ComputeDomains) the specs leave behind are removed at the end."""
     st = tb.State(testbed.state_dir).load()
     with simop_helpers.simulated_operator(st, testbed.kubeconfig, tmp_path_factory.mktemp("release-safety-simop")):
         b = module_bed(testbed, tmp_path_factory.mktemp("release-safety"))
@@ -36,7 +37,7 @@ def bed(testbed, tmp_path_factory):
             yield b
         finally:
             b.clean_slate()
-            for name in NFD_CRDS + COMPUTE_DOMAIN_CRDS:
+            for name in NFD_CRDS + V267_CRDS:
                 if b.crd(name) is not None:
                     b.ext.delete_custom_resource_definition(name)
 
@@ -154,9 +155,7 @@ def test_a_failure_after_helm_wrote_a_revision_rolls_back_to_the_revision_deploy
     assert "nodeSelector" not in json.dumps(bed.release_values())
     writes = bed.writes_since(mark)
     assert revisions_created(writes) == [3, 4]  # the failed upgrade and the rollback
-    assert crd_writes(writes) == sorted(
-        "patch customresourcedefinitions/%s" % n for n in [CP, NVD] + COMPUTE_DOMAIN_CRDS
-    )
+    assert crd_writes(writes) == sorted("patch customresourcedefinitions/%s" % n for n in [CP, NVD] + V267_CRDS)
 
 
 def test_without_rollback_on_failure_the_failed_revision_stays_and_the_message_names_the_way_back(bed):
@@ -245,17 +244,17 @@ def test_a_disabled_subchart_s_crds_are_neither_applied_nor_removed(bed):
     assert {s["reason"] for s in installed["plan"]["crds_skipped"]} == {
         "subchart node-feature-discovery disabled by nfd.enabled=false"
     }
-    assert sorted(installed["crds_applied"]) == sorted([CP, NVD] + COMPUTE_DOMAIN_CRDS)
+    assert sorted(installed["crds_applied"]) == sorted([CP, NVD] + V267_CRDS)
     gone = bed.module(state="absent", remove_crds=True)
     assert not gone.get("failed"), gone.get("msg")
-    assert sorted(gone["crds_removed"]) == sorted([CP, NVD] + COMPUTE_DOMAIN_CRDS)
+    assert sorted(gone["crds_removed"]) == sorted([CP, NVD] + V267_CRDS)
     assert [c["name"] for c in gone["crds_left"]] == NFD_CRDS
     assert [w for w in gone["warnings"] if w.startswith("remove_crds left these CRDs alone: ")] == [
         "remove_crds left these CRDs alone: "
         + "; ".join("%s (subchart node-feature-discovery disabled by nfd.enabled=false)" % n for n in NFD_CRDS)
     ]
     assert crd_identity(bed, NFD_CRDS) == own
-    operator_crds = {CP, NVD, *COMPUTE_DOMAIN_CRDS}
+    operator_crds = {CP, NVD, *V267_CRDS}
     assert crds_written(bed.writes_since(mark)) == {"patch": operator_crds, "delete": operator_crds}
 
 
@@ -269,7 +268,7 @@ def test_an_enabled_subchart_s_crds_are_applied_but_never_removed_from_another_o
     assert not gone.get("failed"), gone.get("msg")
     reason = "another owner manages it: spec fields managed by kubectl"
     assert {c["name"]: c["reason"] for c in gone["crds_left"]} == dict.fromkeys(NFD_CRDS, reason)
-    assert crds_written(bed.writes_since(mark)) == {"delete": {CP, NVD, *COMPUTE_DOMAIN_CRDS}}
+    assert crds_written(bed.writes_since(mark)) == {"delete": {CP, NVD, *V267_CRDS}}
     assert all(bed.crd(n) is not None for n in NFD_CRDS)
 
 

@@ -17,7 +17,8 @@ from tests.sim.operator import logic as L
 
 NS = "gpu-operator"
 CHART = "v26.7.1"
-GPUCLUSTER_MODE = ("clusterPolicy.deployCR=false", "gpuCluster.deployCR=true")
+# driver.enabled=false: host-installed drivers (the operator's driver needs driver.nvidiaDriverCRD.enabled here)
+GPUCLUSTER_MODE = ("clusterPolicy.deployCR=false", "gpuCluster.deployCR=true", "driver.enabled=false")
 RESOURCE = ("resource.k8s.io", "v1")
 ADMIN_ACCESS = "resource.kubernetes.io/admin-access"
 FAULT = L.ANN_FAULT

@@ -1,11 +1,12 @@
 """Stand-in `gpu-operator` Helm chart for the test bed, in four versions (v25.10.1, v26.3.3, v26.7.0, v26.7.1;
-v26.7.1 adds the GPUCluster CRD and CR and the draDriver values, for DRA through the operator).
+v26.7.0 adds the GPUCluster CRD and CR and the draDriver values, for DRA through the operator, and the render-time
+checks of templates/validations.yaml, one of them on `.Capabilities`).
 
 Project-written from shared/reference/gpu-operator.md; never NVIDIA's chart. Sources:
 - gpu-operator/<version>/Chart.yaml and values.yaml: per-version metadata, value keys and defaults;
 - gpu-operator/_common/templates/: templates shared by every version (version-specific bits are gated on
   values or .Chart.Version);
-- crds.py: the ClusterPolicy/NVIDIADriver (from v26.7.1 also GPUCluster) CRD schemas, per version (fields are
+- crds.py: the ClusterPolicy/NVIDIADriver (from v26.7.0 also GPUCluster) CRD schemas, per version (fields are
   added between versions), the 26.7 line's ComputeDomain CRDs and the NFD subchart's CRDs;
 - node-feature-discovery/: the NFD subchart (values, values.schema.json, templates), assembled into charts/ with
   the version the parent's Chart.yaml declares for it (condition nfd.enabled), as the real chart ships it.

@@ -6,8 +6,8 @@ schema; anything else is pruned by the API server, exactly what happens with a s
 upgrade (reference §8, §14 item 9). Fields added between versions, so CRD-upgrade handling is testable:
 
 - v26.3.3: ClusterPolicy `spec.sandboxWorkloads.mode` (kubevirt|kata).
-- v26.7.0: NVIDIADriver `spec.default` and `spec.upgradePolicy`; the `Default` print column.
-- v26.7.1: the `GPUCluster` CRD (nvidia.com/v1alpha1, short name `gc`), the DRA resource-management model.
+- v26.7.0: NVIDIADriver `spec.default` and `spec.upgradePolicy`; the `Default` print column; the `GPUCluster` CRD
+  (nvidia.com/v1alpha1, short name `gc`), the DRA resource-management model.
 
 What the operator reports having observed, per version (the module's readiness wait reads whichever is there):
 v25.10.1 carries no observedGeneration at all, v26.3.3 the conditions' `observedGeneration`, the 26.7 line also
@@ -461,8 +461,7 @@ def all_crds(chart_version: str) -> dict[str, dict]:
         "nvidia.com_clusterpolicies.yaml": clusterpolicy_crd(chart_version),
         "nvidia.com_nvidiadrivers.yaml": nvidiadriver_crd(chart_version),
     }
-    if _vkey(chart_version) >= (26, 7, 1):
-        out["nvidia.com_gpuclusters.yaml"] = gpucluster_crd(chart_version)
     if _vkey(chart_version) >= (26, 7, 0):
+        out["nvidia.com_gpuclusters.yaml"] = gpucluster_crd(chart_version)
         out.update(computedomain_crds(chart_version))
     return out

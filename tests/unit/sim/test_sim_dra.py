@@ -172,9 +172,10 @@ def test_a_claim_named_in_the_pod_spec_is_used_directly():
 # ------------------------------------------------------------------------------------- CRD, chart, profiles
 
 
-def test_the_gpucluster_crd_ships_from_v26_7_1_only():
-    assert "nvidia.com_gpuclusters.yaml" not in crds.all_crds("v26.7.0")
-    doc = crds.all_crds("v26.7.1")["nvidia.com_gpuclusters.yaml"]
+def test_the_gpucluster_crd_ships_from_v26_7_0_on():
+    assert "nvidia.com_gpuclusters.yaml" not in crds.all_crds("v26.3.3")
+    assert "nvidia.com_gpuclusters.yaml" in crds.all_crds("v26.7.1")
+    doc = crds.all_crds("v26.7.0")["nvidia.com_gpuclusters.yaml"]
     assert doc["metadata"]["name"] == "gpuclusters.nvidia.com" and doc["spec"]["scope"] == "Cluster"
     version = doc["spec"]["versions"][0]
     assert version["name"] == "v1alpha1" and doc["spec"]["names"]["shortNames"] == ["gc"]
@@ -182,17 +183,30 @@ def test_the_gpucluster_crd_ships_from_v26_7_1_only():
     assert status["state"]["enum"] == ["ignored", "ready", "notReady", "disabled"]
 
 
-def render(version, tmp_path, *sets):
+#: What GPUCluster mode needs of the chart's values, and of .Capabilities (a served DeviceClass API).
+GPUCLUSTER = ("clusterPolicy.deployCR=false", "gpuCluster.deployCR=true", "driver.nvidiaDriverCRD.enabled=true")
+DRA_API = "--api-versions=resource.k8s.io/v1/DeviceClass"
+
+
+def template(version, tmp_path, *args):
+    """``(rc, stdout, stderr)`` of ``helm template`` of the stand-in chart ``version``; ``args``: ``--set`` values
+    (``a.b=c``) and flags (``--...``)."""
     helm = chart.helm_binary()
     src = chart.assemble(version, tmp_path)
     argv = [helm, "template", "gpu-operator", str(src), "-n", "gpu-operator"]
-    argv += [x for s in sets for x in ("--set", s)]
-    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    argv += [x for a in args for x in ((a,) if a.startswith("--") else ("--set", a))]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    return done.returncode, done.stdout, done.stderr
+
+
+def render(version, tmp_path, *args):
+    rc, out, err = template(version, tmp_path, *args)
+    assert rc == 0, err
     return [d for d in yaml.safe_load_all(out) if d]
 
 
 def test_gpucluster_mode_renders_the_gpucluster_and_no_cluster_policy(tmp_path):
-    docs = render("v26.7.1", tmp_path, "clusterPolicy.deployCR=false", "gpuCluster.deployCR=true")
+    docs = render("v26.7.0", tmp_path, *GPUCLUSTER, DRA_API)
     kinds = {d["kind"] for d in docs}
     assert "ClusterPolicy" not in kinds
     (gc,) = [d for d in docs if d["kind"] == "GPUCluster"]
@@ -202,9 +216,61 @@ def test_gpucluster_mode_renders_the_gpucluster_and_no_cluster_policy(tmp_path):
     assert gc["spec"]["dcgmExporter"]["enabled"] is True
 
 
-def test_the_default_install_of_v26_7_1_and_older_versions_render_no_gpucluster(tmp_path):
+def test_the_default_install_of_v26_7_x_and_older_versions_render_no_gpucluster(tmp_path):
     assert "GPUCluster" not in {d["kind"] for d in render("v26.7.1", tmp_path / "a")}
-    assert "GPUCluster" not in {d["kind"] for d in render("v26.7.0", tmp_path / "b", "gpuCluster.deployCR=true")}
+    assert "GPUCluster" not in {d["kind"] for d in render("v26.3.3", tmp_path / "b", "gpuCluster.deployCR=true")}
+
+
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (("gpuCluster.deployCR=true", "driver.nvidiaDriverCRD.enabled=true", DRA_API), "set clusterPolicy.deployCR"),
+        (GPUCLUSTER[:2] + (DRA_API,), "set driver.nvidiaDriverCRD.enabled=true"),
+        (("cdi.enabled=false", "cdi.nriPluginEnabled=true"), "cdi.nriPluginEnabled=true needs cdi.enabled=true"),
+        (("toolkit.enabled=false", "cdi.nriPluginEnabled=true"), "needs toolkit.enabled=true"),
+        (("devicePlugin.config.create=true", "devicePlugin.config.name=dp"), "needs devicePlugin.config.data"),
+        (("devicePlugin.config.create=true", "devicePlugin.config.data.a=b"), "needs devicePlugin.config.name"),
+        (GPUCLUSTER, "--api-versions resource.k8s.io/v1/DeviceClass"),
+    ],
+    ids=[
+        "both CRs",
+        "no NVIDIADriver",
+        "NRI without CDI",
+        "NRI without toolkit",
+        "no config data",
+        "no config name",
+        "no DRA API",
+    ],
+)
+def test_v26_7_0_refuses_at_render_time_each_combination_the_real_chart_refuses(tmp_path, args, named):
+    rc, _out, err = template("v26.7.0", tmp_path, *args)
+    assert rc != 0 and named in err
+
+
+def test_the_dra_check_reads_capabilities_and_accepts_each_served_device_class_version(tmp_path):
+    for version in ("v1", "v1beta2", "v1beta1"):
+        docs = render(
+            "v26.7.0", tmp_path / version, *GPUCLUSTER, "--api-versions=resource.k8s.io/%s/DeviceClass" % version
+        )
+        assert "GPUCluster" in {d["kind"] for d in docs}
+
+
+def test_with_nfd_on_the_chart_renders_nfds_cluster_roles_bindings_and_its_post_delete_prune_hook(tmp_path):
+    rc, out, err = template("v26.7.0", tmp_path, "--show-only=charts/node-feature-discovery/templates/rbac.yaml")
+    assert rc == 0, err
+    cluster_wide = {(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(out) if d}
+    assert cluster_wide >= {
+        ("ClusterRole", "gpu-operator-node-feature-discovery"),
+        ("ClusterRoleBinding", "gpu-operator-node-feature-discovery"),
+        ("ClusterRole", "gpu-operator-node-feature-discovery-gc"),
+        ("ClusterRoleBinding", "gpu-operator-node-feature-discovery-gc"),
+    }
+    rc, out, err = template(
+        "v26.7.0", tmp_path / "h", "--show-only=charts/node-feature-discovery/templates/prune-hook.yaml"
+    )
+    hooks = [d for d in yaml.safe_load_all(out) if d]
+    assert {d["kind"] for d in hooks} == {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Job"}
+    assert {d["metadata"]["annotations"]["helm.sh/hook"] for d in hooks} == {"post-delete"}
 
 
 def test_dra_profiles_run_the_operator_in_gpucluster_mode():

@@ -81,8 +81,18 @@ class Helm(HelmCli):
             entry["chart_version"] = match.group(1) if match else None
         return revisions
 
-    def template(self, name, namespace, chart, version, values_file):
+    def get_hooks(self, name, namespace):
+        return self.run(["get", "hooks", name, "-n", namespace], what="get hooks")[1]
+
+    def template(self, name, namespace, chart, version, values_file, api_versions=(), kube_version=None):
+        """``helm template`` (no cluster contact) with the cluster's ``.Capabilities``: ``api_versions`` (every
+        ``group/version`` and ``group/version/Kind`` served) and ``kube_version``, so that a chart reading them renders
+        as ``helm install`` would."""
         args = ["template", name] + self.chart_args(chart, version) + ["-n", namespace, "-f", values_file]
+        for api_version in api_versions:
+            args += ["--api-versions", api_version]
+        if kube_version:
+            args += ["--kube-version", kube_version]
         return self.run(args, cluster=False, what="template")[1]
 
     def _wait_flag(self):

@@ -16,6 +16,8 @@
 * :mod:`.transport` - one request of any verb returning parsed JSON without the kubernetes model layer (much
   faster for big LISTs), retried on 429, 5xx and connection errors, every request counted;
 * :mod:`.client` - :class:`K8sClient`: paginated LISTs (``limit``/``continue``), server-side apply, pods;
+* :mod:`.discovery` - every resource the API server serves (:func:`api_resources`), as helm's ``.Capabilities``
+  (:func:`helm_api_versions`), and an object's URL path (:func:`object_path`);
 * :mod:`.module` - the client for a module's kubeconfig options (:func:`module_client`, :func:`client_from_params`).
 """
 
@@ -27,6 +29,11 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s.c
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s.config import (
     default_kubeconfig_path,
     load_configuration,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s.discovery import (
+    api_resources,
+    helm_api_versions,
+    object_path,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s.errors import K8sError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s.library import KUBERNETES
@@ -41,8 +48,11 @@ __all__ = (
     "K8sClient",
     "K8sError",
     "RetryPolicy",
+    "api_resources",
     "client_from_params",
     "default_kubeconfig_path",
+    "helm_api_versions",
     "load_configuration",
     "module_client",
+    "object_path",
 )

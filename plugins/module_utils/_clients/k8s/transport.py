@@ -96,14 +96,26 @@ class Transport:
         query = {k: v for k, v in (query or {}).items() if v is not None and v != ""}
         return self.host + path + ("?" + urlencode(sorted(query.items())) if query else "")
 
-    def get(self, path, query=None, what=None):
+    def get(self, path, query=None, what=None, accept=None):
         """GET ``path`` and return the decoded JSON; raise K8sError after the retries are spent.
 
-        ``what`` names the request in error messages (e.g. ``"list nodes"``).
+        ``what`` names the request in error messages (e.g. ``"list nodes"``); ``accept`` replaces the ``Accept``
+        header (for example to ask for aggregated API discovery).
         """
-        return self.send("GET", path, query=query, what=what or "GET %s" % path)
+        return self.send("GET", path, query=query, what=what or "GET %s" % path, accept=accept)
 
-    def send(self, method, path, query=None, body=None, what=None, raw=False, accept_statuses=(), content_type=None):
+    def send(
+        self,
+        method,
+        path,
+        query=None,
+        body=None,
+        what=None,
+        raw=False,
+        accept_statuses=(),
+        content_type=None,
+        accept=None,
+    ):
         """One request of any verb, retried like :meth:`get`; returns decoded JSON (or bytes with ``raw``).
 
         A status in ``accept_statuses`` (e.g. 404 for a DELETE of something already gone, 409 for a CREATE
@@ -118,6 +130,8 @@ class Transport:
             self.count_request()
             retry_after = None
             headers = self._headers()
+            if accept:
+                headers["Accept"] = accept
             if payload is not None:
                 headers["Content-Type"] = content_type or "application/json"
             try:

@@ -28,6 +28,7 @@ except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
     yaml = None
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm import HelmError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import api_resources, helm_api_versions
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, name_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.crds import (
     CRD_PATH,
@@ -53,8 +54,13 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.rele
     repo_majors,
     version_gate,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.leftovers import (
+    release_objects,
+    uninstall_failed,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.modes import (
     STATE_KIND,
+    check_gpucluster_values,
     check_selected_mode,
     gate_mode,
     release_mode,
@@ -74,7 +80,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.valu
 )
 
 #: What a written release is, per plan action, in the not-ready message.
-DONE = {"install": "installed", "upgrade": "upgraded", "update": "updated", "crds": "unchanged"}
+DONE = {"install": "installed", "upgrade": "upgraded", "update": "updated", "crds": "unchanged", "none": "unchanged"}
 
 
 class OperatorRelease:
@@ -92,11 +98,18 @@ class OperatorRelease:
         self.sleep = sleep
         self.clock = clock
         self.warnings = []
+        self._served = None
 
     # -- reads -------------------------------------------------------------------------------------
 
     def deployed(self):
         return self.helm.release(self.p.release_name, self.p.release_namespace)
+
+    def served(self):
+        """Every resource the API server serves (API discovery, read once per run)."""
+        if self._served is None:
+            self._served = api_resources(self.kube)
+        return self._served
 
     def cluster_facts(self):
         """``nfd_labels`` and ``service_monitor_crd`` from two requests (paginated node LIST, one CRD GET)."""
@@ -111,20 +124,22 @@ class OperatorRelease:
         """``(effective values, reasons, chart defaults)`` for chart ``version``. The values that select the mode (the
         asked one, else the installed release's) come with the fleet's, below the user's values, which must agree."""
         defaults = self.helm.show_values(chart, version)
+        user = self.p.user_values()
         mode = self.p.mode
         if mode is None and deployed_values is not None:
             mode = release_mode(deep_merge(defaults, deployed_values))
         try:
             values, reasons = effective_values(
                 defaults,
-                self.p.user_values(),
-                with_mode_values(self.p.fleet, mode, defaults, version),
+                user,
+                with_mode_values(self.p.fleet, mode, defaults, version, user),
                 self.cluster_facts(),
                 deployed_values,
             )
         except ValuesError as exc:
             raise ReleaseError(str(exc)) from exc
         check_selected_mode(mode, deep_merge(defaults, values))
+        check_gpucluster_values(deep_merge(defaults, values))
         return normalised(values), reasons, defaults
 
     # -- plan --------------------------------------------------------------------------------------
@@ -150,7 +165,8 @@ class OperatorRelease:
         values, reasons, defaults = self._values(chart, target, deployed_values)
         mode = release_mode(deep_merge(defaults, values))
         deployed_mode = release_mode(deep_merge(defaults, deployed_values or {})) if deployed else None
-        self.warnings.extend(gate_mode(self.kube, mode, deployed_mode, self.p.fleet))
+        served = self.served() if mode == "gpucluster" else None  # the DeviceClass API, where it matters
+        self.warnings.extend(gate_mode(self.kube, mode, deployed_mode, self.p.fleet, served))
         target_crds, skipped = self.helm.chart_crds(chart, target, deep_merge(defaults, values))
         crds = crd_changes(target_crds, live_crds(self.kube, [name_of(c) for c in target_crds]))
         self._crd_gate(crds, target)
@@ -202,12 +218,19 @@ class OperatorRelease:
 
     def _render(self, plan):
         """The manifest helm renders (``helm template``): the chart's ``fail`` checks, its values schema and every
-        template run here, so such a failure stops the run before anything is written, check mode included."""
+        template run here, so such a failure stops the run before anything is written, check mode included. The
+        chart sees the cluster's API versions and Kubernetes version in ``.Capabilities``, as on an install."""
         p = self.p
         values_file = self._values_file(plan["values"])
         try:
             return self.helm.template(
-                p.release_name, p.release_namespace, plan["_chart"], plan["to_version"], values_file
+                p.release_name,
+                p.release_namespace,
+                plan["_chart"],
+                plan["to_version"],
+                values_file,
+                api_versions=helm_api_versions(self.served()),
+                kube_version=self.kube.version()["git_version"],
             )
         except HelmError as exc:
             deployed = plan["_deployed"]
@@ -260,13 +283,17 @@ class OperatorRelease:
         result = {"changed": plan["action"] != "none", "plan": _public(plan), "values": plan["values"]}
         if self.diff:
             result["diff"] = self._diff(plan)
-        if self.check_mode or plan["action"] == "none":
+        if self.check_mode:
             result["release"] = plan["_deployed"]
             return result
-        result["crds_applied"] = apply_crds(self.kube, plan["_crds"])
-        if plan["action"] != "crds":
-            self.install_or_upgrade(plan)
-        result["release"] = self.deployed()
+        if plan["action"] == "none":
+            result["release"] = plan["_deployed"]
+        else:
+            result["crds_applied"] = apply_crds(self.kube, plan["_crds"])
+            if plan["action"] != "crds":
+                self.install_or_upgrade(plan)
+            result["release"] = self.deployed()
+        # a rerun at the target checks readiness too: an operator that had not caught up fails this run as well
         if self.p.ready_timeout:
             kind = STATE_KIND[plan["mode"]]
             ready = wait_ready(
@@ -320,7 +347,11 @@ class OperatorRelease:
         if self.check_mode or not result["changed"]:
             return result
         if deployed:
-            self.helm.uninstall(p.release_name, p.release_namespace, wait=p.wait, timeout=p.timeout)
+            objects = release_objects(self.helm, p.release_name, p.release_namespace)
+            try:
+                self.helm.uninstall(p.release_name, p.release_namespace, wait=p.wait, timeout=p.timeout)
+            except HelmError as exc:
+                uninstall_failed(exc, self.kube, self.served(), self.deployed(), deployed, objects, result)
         delete_crds(self.kube, crds)
         return result
 

@@ -60,14 +60,24 @@ MODE_SETTINGS = {
         ("gpuCluster.deployCR", False),
         ("driver.nvidiaDriverCRD.enabled", True),
     ),
-    "gpucluster": (("clusterPolicy.deployCR", False), ("gpuCluster.deployCR", True)),
+    # the chart refuses a GPUCluster without NVIDIADriver objects while it deploys the driver (driver.enabled)
+    "gpucluster": (
+        ("clusterPolicy.deployCR", False),
+        ("gpuCluster.deployCR", True),
+        ("driver.nvidiaDriverCRD.enabled", True),
+    ),
 }
+#: The paths of MODE_SETTINGS that apply only while the chart deploys the driver (``driver.enabled``).
+DRIVER_ONLY = {("gpucluster", "driver.nvidiaDriverCRD.enabled")}
+#: The DeviceClass API versions a GPUCluster needs one of (what the chart's DRA check reads from .Capabilities).
+DEVICE_CLASS_APIS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1")
 
 
-def mode_values(mode, chart_defaults, version):
+def mode_values(mode, chart_defaults, version, driver_enabled=True):
     """``{dotted path: value}`` that select ``mode`` on chart ``version``: only settings under a key the chart has
-    whose default (unset: false) differs, so a release installed in the chart's default mode gets no new values;
-    ReleaseError when the chart has no such mode."""
+    whose default (unset: false) differs, so a release installed in the chart's default mode gets no new values, and
+    the driver's settings only while the chart deploys the driver (``driver_enabled``); ReleaseError when the chart
+    has no such mode."""
     if mode == "gpucluster" and not has_gpucluster_mode(chart_defaults):
         raise ReleaseError(
             "mode gpucluster needs a chart that ships the GPUCluster CR and the DRA driver (GPU Operator v26.7.0 "
@@ -79,14 +89,19 @@ def mode_values(mode, chart_defaults, version):
     return {
         path: value
         for path, value in MODE_SETTINGS[mode]
-        if path.split(".", 1)[0] in chart_defaults and is_true(get_in(chart_defaults, *path.split("."))) != value
+        if path.split(".", 1)[0] in chart_defaults
+        and is_true(get_in(chart_defaults, *path.split("."))) != value
+        and (driver_enabled or (mode, path) not in DRIVER_ONLY)
     }
 
 
-def with_mode_values(fleet, mode, chart_defaults, version):
-    """A copy of ``fleet`` (the synthesised values) with the values that select ``mode`` (None: none) and the reason."""
+def with_mode_values(fleet, mode, chart_defaults, version, user_values=None):
+    """A copy of ``fleet`` (the synthesised values) with the values that select ``mode`` (None: none) and the reason.
+    Whether the chart deploys the driver is read from the chart's defaults, ``fleet`` and ``user_values`` together."""
     fleet = dict(fleet or {})
-    selecting = mode_values(mode, chart_defaults, version) if mode else {}
+    merged = deep_merge(deep_merge(chart_defaults, fleet.get("values") or {}), user_values or {})
+    driver_enabled = get_in(merged, "driver", "enabled") is not False
+    selecting = mode_values(mode, chart_defaults, version, driver_enabled) if mode else {}
     if selecting:
         fleet["values"] = deep_merge(fleet.get("values") or {}, nest_paths(selecting))
         fleet["reasons"] = list(fleet.get("reasons") or []) + [
@@ -108,7 +123,39 @@ def check_selected_mode(mode, values):
         )
 
 
-def gate_mode(kube, mode, deployed_mode, fleet):
+def check_gpucluster_values(values):
+    """Raise ReleaseError, naming the value to set, for effective ``values`` (chart defaults included) in GPUCluster
+    mode that the chart's validations refuse: both CRs at once, or the driver deployed without NVIDIADriver objects."""
+    if release_mode(values) != "gpucluster":
+        return
+    fixes = []
+    if is_true(get_in(values, "clusterPolicy", "deployCR")):
+        fixes.append(
+            "clusterPolicy.deployCR is true next to gpuCluster.deployCR=true and a ClusterPolicy cannot coexist with "
+            "a GPUCluster: set clusterPolicy.deployCR=false (or remove it from values and values_files)"
+        )
+    if get_in(values, "driver", "enabled") is not False and not is_true(
+        get_in(values, "driver", "nvidiaDriverCRD", "enabled")
+    ):
+        fixes.append(
+            "a GPUCluster takes the operator's driver from NVIDIADriver objects only: set "
+            "driver.nvidiaDriverCRD.enabled=true (or remove it from values and values_files), or set "
+            "driver.enabled=false where every GPU host has its driver installed"
+        )
+    if fixes:
+        raise ReleaseError(
+            "the chart refuses these values in GPUCluster mode, so nothing was written: %s" % "; ".join(fixes),
+            refused=True,
+        )
+
+
+def dra_served(resources):
+    """Whether API discovery (``resources``, as :func:`.._clients.k8s.api_resources` returns them) lists a
+    DeviceClass in a ``resource.k8s.io`` version the operator's chart accepts."""
+    return any(r["kind"] == "DeviceClass" and r["group_version"] in DEVICE_CLASS_APIS for r in resources)
+
+
+def gate_mode(kube, mode, deployed_mode, fleet, resources=None):
     """Refuse, before any write, a mode the cluster cannot take (:func:`mode_gate`, with the API server's version and
     ClusterPolicies read only when they matter); return the warnings."""
     if mode != "gpucluster" and deployed_mode in (None, mode):
@@ -120,6 +167,12 @@ def gate_mode(kube, mode, deployed_mode, fleet):
         kube.list_custom("nvidia.com", "v1", "clusterpolicies"),
         (fleet or {}).get("driver_versions"),
     )
+    if mode == "gpucluster" and resources is not None and not dra_served(resources):
+        refusals.append(
+            "the API server serves no resource.k8s.io DeviceClass (%s), which the GPUCluster's DRA driver needs and "
+            "the chart checks: turn Dynamic Resource Allocation on (Kubernetes 1.34 or later serves resource.k8s.io/v1 "
+            "by default), or keep mode clusterpolicy" % ", ".join(DEVICE_CLASS_APIS)
+        )
     if refusals:
         raise ReleaseError("mode %s refused: %s" % (mode, "; ".join(refusals)), refused=True, mode=mode)
     return warnings

@@ -320,3 +320,15 @@ def test_a_failing_command_reports_cmd_rc_and_stderr():
         helm(m).rollback("r", "ns", 3)
     assert exc.value.details["rc"] == 1 and "boom" in exc.value.msg
     assert exc.value.details["cmd"][1:4] == ["rollback", "r", "3"]
+
+
+@pytest.mark.parametrize("version", ["v3.19.2", "v4.0.1"])
+def test_template_renders_offline_with_the_clusters_api_versions_and_kubernetes_version(version):
+    m = FakeModule(version)
+    helm(m).template(
+        "gpu-operator", "gpu-operator", REPO, "v26.7.0", "/v.yaml", ["resource.k8s.io/v1/DeviceClass", "v1"], "v1.36.3"
+    )
+    (cmd,) = m.cmds("template")
+    assert cmd[cmd.index("--kube-version") + 1] == "v1.36.3"
+    assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "--api-versions"] == ["resource.k8s.io/v1/DeviceClass", "v1"]
+    assert "--kubeconfig" not in cmd  # helm template reads nothing from the cluster itself

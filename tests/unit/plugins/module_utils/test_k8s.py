@@ -333,3 +333,41 @@ class TestWatch:
         for _attempt in range(3):
             with pytest.raises(K8sError):
                 list(client.watch("/api/v1/nodes", SINCE, 1))
+
+
+# --- API discovery ----------------------------------------------------------------------------------------------
+
+
+class LegacyDiscovery:
+    """An API server without aggregated discovery: the legacy documents, one per group version."""
+
+    DOCS = {
+        "/api": {"kind": "APIVersions", "versions": ["v1"]},
+        "/apis": {"kind": "APIGroupList", "groups": [{"name": "apps", "versions": [{"groupVersion": "apps/v1"}]}]},
+        "/api/v1": {"resources": [{"name": "pods", "kind": "Pod", "namespaced": True}, {"name": "pods/log"}]},
+        "/apis/apps/v1": {"resources": [{"name": "deployments", "kind": "Deployment", "namespaced": True}]},
+    }
+
+    def __init__(self):
+        self.paths = []
+
+    def get(self, path, what=None, accept=None):
+        self.paths.append(path)
+        return self.DOCS[path]
+
+
+def test_discovery_without_the_aggregated_api_reads_each_group_version_and_gives_helm_its_capabilities():
+    from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import (
+        api_resources,
+        helm_api_versions,
+        object_path,
+    )
+
+    client = LegacyDiscovery()
+    resources = api_resources(client)
+    assert client.paths == ["/api", "/apis", "/api/v1", "/apis/apps/v1"]
+    assert helm_api_versions(resources) == ["apps/v1", "apps/v1/Deployment", "v1", "v1/Pod"]
+    assert object_path(resources, "apps/v1", "Deployment", "op", "gpu-operator") == (
+        "/apis/apps/v1/namespaces/gpu-operator/deployments/op"
+    )
+    assert object_path(resources, "v1", "Secret", "s", "ns") is None

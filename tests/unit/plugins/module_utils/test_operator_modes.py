@@ -43,9 +43,6 @@ class DraKube(FakeKube):
         self.cluster_policies = list(policies)
         self.gpuclusters = list(gpuclusters)
 
-    def version(self):
-        return {"git_version": self.git_version}
-
     def list_custom(self, group, version, plural, **kw):
         found = {"clusterpolicies": self.cluster_policies, "gpuclusters": self.gpuclusters}.get(plural, [])
         return copy.deepcopy(found)
@@ -85,6 +82,12 @@ def test_the_chart_values_select_one_mode(values, mode):
 
 def test_a_mode_sets_only_the_values_whose_chart_default_differs():
     assert mode_values("gpucluster", DRA_DEFAULTS, "v26.7.0") == {
+        "clusterPolicy.deployCR": False,
+        "gpuCluster.deployCR": True,
+        "driver.nvidiaDriverCRD.enabled": True,
+    }
+    # with host-installed drivers only (driver.enabled=false) the chart needs no NVIDIADriver objects
+    assert mode_values("gpucluster", DRA_DEFAULTS, "v26.7.0", driver_enabled=False) == {
         "clusterPolicy.deployCR": False,
         "gpuCluster.deployCR": True,
     }
@@ -200,3 +203,61 @@ def test_a_gpucluster_that_is_not_ready_fails_the_run_naming_the_gpucluster(dra_
     kube.gpuclusters = [policy(state="notReady")]
     with pytest.raises(ReleaseError, match="the release is installed but GPUCluster is not ready after 30s"):
         run(dra_bed, chart_version=GPUCLUSTER_CHART, mode="gpucluster", fleet=FLEET, ready_timeout=30)
+
+
+def test_a_rerun_at_the_target_checks_readiness_again_and_fails_with_the_same_reason(dra_bed):
+    log, _helm, kube = dra_bed
+    kube.gpuclusters = [policy(state="notReady")]
+    args = dict(chart_version=GPUCLUSTER_CHART, mode="gpucluster", fleet=FLEET, ready_timeout=30)
+    with pytest.raises(ReleaseError) as first:
+        run(dra_bed, **args)
+    written = len(writes(log))
+    with pytest.raises(ReleaseError, match="the release is unchanged but GPUCluster is not ready after 30s") as again:
+        run(dra_bed, **args)
+    assert again.value.msg.split(" but ", 1)[1] == first.value.msg.split(" but ", 1)[1]
+    assert again.value.details["plan"]["action"] == "none" and len(writes(log)) == written
+
+
+def test_gpucluster_mode_with_the_operators_driver_turns_the_nvidiadriver_crd_on(dra_bed):
+    _log, helm, _kube = dra_bed
+    run(dra_bed, chart_version=GPUCLUSTER_CHART, mode="gpucluster", fleet={"values": {"driver": {"enabled": True}}})
+    assert helm_values(helm)["driver"] == {"enabled": True, "nvidiaDriverCRD": {"enabled": True}}
+
+
+@pytest.mark.parametrize(
+    "values, named",
+    [
+        ({"clusterPolicy": {"deployCR": True}}, "set clusterPolicy.deployCR=false"),
+        (
+            {"driver": {"enabled": True, "nvidiaDriverCRD": {"enabled": False}}},
+            "set driver.nvidiaDriverCRD.enabled=true",
+        ),
+    ],
+    ids=["both CRs", "driver without NVIDIADriver"],
+)
+def test_values_the_chart_refuses_in_gpucluster_mode_are_refused_before_any_write_naming_the_value(
+    dra_bed, values, named
+):
+    log, helm, _kube = dra_bed
+    with pytest.raises(ReleaseError, match="the chart refuses these values in GPUCluster mode") as err:
+        run(dra_bed, check_mode=True, chart_version=GPUCLUSTER_CHART, mode="gpucluster", fleet=FLEET, values=values)
+    assert named in err.value.msg and err.value.details["refused"] is True
+    assert writes(log) == [] and not hasattr(helm, "capabilities")
+
+
+def test_gpucluster_mode_where_no_device_class_api_is_served_is_refused_naming_the_api(dra_bed):
+    log, _helm, kube = dra_bed
+    kube.served = [s for s in kube.served if s[0] != "resource.k8s.io"]
+    with pytest.raises(ReleaseError, match="serves no resource.k8s.io DeviceClass"):
+        run(dra_bed, chart_version=GPUCLUSTER_CHART, mode="gpucluster", fleet=FLEET)
+    assert writes(log) == []
+
+
+def test_the_chart_renders_with_the_api_versions_and_kubernetes_version_the_cluster_serves(dra_bed):
+    _log, helm, _kube = dra_bed
+    run(dra_bed, check_mode=True, chart_version=GPUCLUSTER_CHART, mode="gpucluster", fleet=FLEET)
+    api_versions, kube_version = helm.capabilities
+    assert {"resource.k8s.io/v1", "resource.k8s.io/v1/DeviceClass", "v1/Node", "apps/v1/Deployment"} <= set(
+        api_versions
+    )
+    assert kube_version == "v1.36.3"

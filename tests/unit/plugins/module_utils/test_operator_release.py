@@ -65,7 +65,7 @@ class FakeHelm:
 
     def __init__(self, log):
         self.log = log
-        self.fail_upgrade = self.fail_rollback = None
+        self.fail_upgrade = self.fail_rollback = self.fail_uninstall = None
         self.history_list = []  # dicts revision/status/version/values
         self.tmpdir = None
 
@@ -117,7 +117,11 @@ class FakeHelm:
     def get_manifest(self, name, ns):
         return "kind: ClusterPolicy # %s\n" % self._current()["version"]
 
-    def template(self, name, ns, chart, version, values_file):
+    def get_hooks(self, name, ns):
+        return ""
+
+    def template(self, name, ns, chart, version, values_file, api_versions=(), kube_version=None):
+        self.capabilities = (list(api_versions), kube_version)
         with open(values_file) as f:
             cdi = (yaml.safe_load(f) or {}).get("cdi") or {}
         if cdi.get("nriPluginEnabled") and cdi.get("enabled") is False:
@@ -157,6 +161,10 @@ class FakeHelm:
 
     def uninstall(self, name, ns, **kwargs):
         self.log.append(("helm uninstall", name))
+        if self.fail_uninstall:
+            message, status = self.fail_uninstall  # pylint: disable=unpacking-non-sequence
+            self.history_list[-1]["status"] = status
+            raise HelmError(message)
         self.history_list = []
 
 
@@ -187,8 +195,30 @@ def driver_pod(node, tag, ready=True):
     }
 
 
+#: What the API server serves, as aggregated discovery lists it: ``(group, version, resource, kind, namespaced)``.
+SERVED = [
+    ("", "v1", "nodes", "Node", False),
+    ("", "v1", "serviceaccounts", "ServiceAccount", True),
+    ("apps", "v1", "deployments", "Deployment", True),
+    ("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False),
+    ("nvidia.com", "v1", "clusterpolicies", "ClusterPolicy", False),
+]
+
+
+def discovery(served, core):
+    """The aggregated discovery document of ``/api`` (``core``) or ``/apis`` for ``served``."""
+    groups = {}
+    for group, version, plural, kind, namespaced in served:
+        if (group == "") == core:
+            resource = {"resource": plural, "responseKind": {"kind": kind}, "scope": "Namespaced" if namespaced else ""}
+            groups.setdefault((group, version), []).append(resource)
+    items = [{"metadata": {"name": g}, "versions": [{"version": v, "resources": r}]} for (g, v), r in groups.items()]
+    return {"kind": "APIGroupDiscoveryList", "items": items}
+
+
 class FakeKube:
-    """CRDs by name; ``policies`` is a list of ClusterPolicy dicts returned one per LIST (the last one repeats)."""
+    """CRDs by name; ``policies`` is a list of ClusterPolicy dicts returned one per LIST (the last one repeats);
+    ``served`` is what API discovery lists; ``objects`` other objects by URL path."""
 
     def __init__(self, log, crds=(), nodes=()):
         self.log = log
@@ -196,8 +226,19 @@ class FakeKube:
         self.nodes = list(nodes)
         self.policies = [policy()]
         self.pods = []
+        self.served = list(SERVED)
+        self.objects = {}
+        self.git_version = "v1.36.3"
+
+    def get(self, path, what=None, accept=None):
+        return discovery(self.served, core=path == "/api")
+
+    def version(self):
+        return {"git_version": self.git_version}
 
     def get_or_none(self, path, what=None):
+        if path in self.objects:
+            return copy.deepcopy(self.objects[path])
         return copy.deepcopy(self.crds.get(path.rsplit("/", 1)[1]))
 
     def server_side_apply(self, path, body, field_manager, force=False, what=None, dry_run=False):
@@ -778,3 +819,35 @@ def test_values_files_merge_in_order_below_values(tmp_path):
     bad.write_text("- a list\n")
     with pytest.raises(ReleaseError, match="bad.yml is not a mapping"):
         params(values_files=[str(bad)]).user_values()
+
+
+# --- a failed uninstall -----------------------------------------------------------------------------------------
+
+
+def test_a_failed_uninstall_that_deleted_objects_reports_changed_and_lists_what_remains(bed):
+    log, helm, kube = bed
+    run(bed)
+    helm.get_manifest = lambda name, ns: (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: gpu-operator, namespace: gpu-operator}\n---\n"
+        "apiVersion: v1\nkind: Node\nmetadata: {name: not-ours}\n"
+    )
+    helm.get_hooks = lambda name, ns: "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: nfd-prune}\n"
+    kube.objects["/api/v1/namespaces/gpu-operator/serviceaccounts/nfd-prune"] = {"metadata": {"name": "nfd-prune"}}
+    kube.objects["/api/v1/nodes/not-ours"] = {"metadata": {"name": "not-ours"}}
+    helm.fail_uninstall = ("post-delete hook failed: forbidden", "uninstalling")
+    with pytest.raises(ReleaseError, match="helm uninstall failed after deleting 1 of the release's 2 object") as err:
+        run(bed, state="absent")
+    assert err.value.details["changed"] is True
+    assert err.value.details["remaining"] == ["Node not-ours", "ServiceAccount gpu-operator/nfd-prune"]
+    assert "post-delete hook failed" in err.value.msg and ("helm uninstall", "gpu-operator") in log
+
+
+def test_a_failed_uninstall_that_deleted_nothing_reports_unchanged(bed):
+    _log, helm, kube = bed
+    run(bed)
+    helm.get_manifest = lambda name, ns: "apiVersion: v1\nkind: Node\nmetadata: {name: gpu-0}\n"
+    kube.objects["/api/v1/nodes/gpu-0"] = {"metadata": {"name": "gpu-0"}}
+    helm.fail_uninstall = ("pre-delete hook failed", "deployed")
+    with pytest.raises(ReleaseError) as err:
+        run(bed, state="absent")
+    assert err.value.details["changed"] is False and err.value.details["remaining"] == ["Node gpu-0"]

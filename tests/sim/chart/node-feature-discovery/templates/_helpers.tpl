@@ -7,3 +7,5 @@
 app.kubernetes.io/name: node-feature-discovery
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
+
+{{- define "nfd.fullname" -}}{{ .Release.Name }}-node-feature-discovery{{- end -}}
