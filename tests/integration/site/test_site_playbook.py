@@ -168,7 +168,9 @@ def test_check_mode_after_a_run_reports_no_change_and_writes_nothing(site_bed):
     mark = bed.audit_mark()
     proc = run_site(inventory, report_dir, "--check")
     out = proc.stdout + proc.stderr
-    assert "changed=0" in recap(out), changed_tasks(out)  # the smoke verdicts predicted from the last report
+    # the validation verdict does not claim a change (its smoke verdicts are predicted from the last report); the
+    # baseline report may, when the cluster it reads moved since the last run (a real run would rewrite it too)
+    assert [t for t in changed_tasks(out) if "gpu_baseline" not in t] == [], recap(out)
     assert {p.name: p.read_bytes() for p in report_dir.iterdir()} == before
     writes = bed.audit_writes(mark, user=bed.sa_username)
     assert [w for w in writes if w["objectRef"]["resource"] != "selfsubjectaccessreviews"] == []
