@@ -126,7 +126,7 @@ def latency(state_dir, repeat, debounce):
                 print("  eda run %d (%s): held after %.1fs, admitted after %.1fs" % (i + 1, node, *edas[-1]))
         finally:
             rb.stop()
-            for _ in joined:
+            for _node in joined:
                 sim(state_dir, "leave", "t4")
             op.helm("uninstall", "gpu-operator", "-n", NS, "--wait", check=False)
     f = statistics.median(floors)

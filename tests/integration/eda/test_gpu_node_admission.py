@@ -43,7 +43,7 @@ def rulebook(gpu_operator, testbed, tmp_path_factory):
         rb.stop()
         for name in rb.joined:
             op.fault(name, None)
-        for _ in rb.joined:
+        for _node in rb.joined:
             testbed.cli("leave", "t4")
         for name in rb.joined:
             wait_for(lambda n=name: not op.pods(node=n), 90, what=f"the operand pods of {name} gone")

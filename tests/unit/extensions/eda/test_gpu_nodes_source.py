@@ -149,7 +149,7 @@ def test_a_410_gone_in_the_stream_or_on_the_request_lists_again():
         page([node("b")], "40"),
     ]
     script, got, sleeps, _w = run_watch(steps)
-    assert [k for k, _ in got] == ["LISTED", "LISTED", "LISTED"]
+    assert [k for k, _event in got] == ["LISTED", "LISTED", "LISTED"]
     assert [r.get("resource_version") for r in script.requests if r.get("watch")] == ["10", "30", "40"]
     assert sleeps == []  # a relist is not an error: no backoff
 
@@ -173,7 +173,7 @@ def test_errors_back_off_exponentially_up_to_the_bound_then_resume_from_the_last
 
 def test_the_jitter_draws_below_the_ceiling_and_a_retry_after_is_honoured_up_to_the_bound():
     backoff = src.Backoff(1, 30, rand=lambda: 0.25)
-    assert [backoff.next() for _ in range(3)] == [0.25, 0.5, 1.0]
+    assert [backoff.next() for _attempt in range(3)] == [0.25, 0.5, 1.0]
     assert backoff.next(retry_after=7) == 7 and backoff.next(retry_after=600) == 30
     backoff.reset()
     assert backoff.next() == 0.25
@@ -188,7 +188,7 @@ def test_a_success_resets_the_backoff():
 
 def test_an_unreadable_line_lists_again_after_a_backoff():
     script, got, sleeps, _w = run_watch([page([], "1"), ["{not json"], page([node("a")], "5")])
-    assert [k for k, _ in got] == ["LISTED", "LISTED"] and sleeps == [1.0]
+    assert [k for k, _event in got] == ["LISTED", "LISTED"] and sleeps == [1.0]
 
 
 # ------------------------------------------------------------------------------------------ which changes count
@@ -337,7 +337,10 @@ def test_a_relist_of_events_announces_only_the_warnings_not_seen_before():
 def test_the_watches_follow_the_arguments():
     stop = threading.Event()
     calls = {"nodes": None, "events": None, "slices": None}
-    names = lambda args: [w.name for w in src.watches({**ARGS, **args}, calls, lambda r: None, stop)]  # noqa: E731
+
+    def names(args):
+        return [w.name for w in src.watches({**ARGS, **args}, calls, lambda r: None, stop)]
+
     assert names({}) == ["nodes", "events"]
     assert names({"watch_events": False, "resource_slices": True}) == ["nodes", "slices"]
     (events,) = [w for w in src.watches(ARGS, calls, lambda r: None, stop) if w.name == "events"]
