@@ -84,10 +84,8 @@ DONE = {"install": "installed", "upgrade": "upgraded", "update": "updated", "crd
 
 
 class OperatorRelease:
-    """One run of the module: ``helm`` is a ``_clients.helm.Helm``, ``kube`` a ``_clients.k8s.K8sClient``.
-
-    ``warnings`` collects what the module passes to ``module.warn`` (never a result key).
-    """
+    """One run of the module: ``helm`` a ``_clients.helm.Helm``, ``kube`` a ``_clients.k8s.K8sClient``; ``warnings``
+    collects what the module passes to ``module.warn`` (never a result key)."""
 
     def __init__(self, params, helm, kube, check_mode=False, diff=False, sleep=time.sleep, clock=time.monotonic):
         self.p = params
