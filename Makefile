@@ -128,7 +128,7 @@ units: collection-root sim-binaries
 
 integration: collection-root sim-binaries nvml prometheus chromium
 	@if [ -d $(REPO)/tests/integration ]; then \
-		cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/python -m pytest tests/integration -p no:cacheprovider -q; \
+		cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/python -m pytest tests/integration -p no:cacheprovider -q --durations=40; \
 	else echo "integration: tests/integration does not exist yet, nothing to run"; fi
 
 # Role scenarios share the `default` scenario's control plane (extensions/molecule/config.yml). Molecule finds that

@@ -83,7 +83,9 @@ def test_a_node_that_joins_while_the_api_server_restarts_is_held_validated_and_a
     restarted = testbed.cli("restart-apiserver")
     assert restarted.returncode == 0, restarted.stderr
     node = _join(testbed, rb)
-    assert _taints(op, node) == []  # it joins without the taint: the rulebook holds it
+    # it joins without the admission taint: the rulebook holds it (the node lifecycle controller may add its own
+    # not-ready taint while kwok, reconnecting after the restart, has not yet reported the node Ready)
+    assert (KEY, "NoSchedule") not in _taints(op, node)
 
     wait_for(lambda: (KEY, "NoSchedule") in _taints(op, node), ADMISSION_TIMEOUT, 0.5, what=f"{node} held")
     wait_for(

@@ -22,7 +22,9 @@ from tests.integration.helpers import wait_for  # noqa: F401 (the tests import i
 REPO_ROOT = Path(__file__).resolve().parents[3]
 NS = "gpu-operator"
 RELEASE = "gpu-operator"
-OPERATOR_CRDS = ("clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com")
+#: API groups of the CRDs the chart installs: the operator's, the DRA driver's ComputeDomains, NFD's.
+CHART_CRD_GROUPS = ("nvidia.com", "resource.nvidia.com", "nfd.k8s-sigs.io")
+DRA_DEPLOY_LABEL = "nvidia.com/gpu.deploy.dra-driver"
 
 PLAYBOOK = """
 - name: Run gpu_operator
@@ -169,9 +171,25 @@ class Bed:
             raise
 
     def clean_slate(self):
-        """No release, no GPU Operator CRDs (so the next install starts from nothing)."""
+        """No release, none of the chart's CRDs (the operator's, the DRA driver's, NFD's), and no node labelled for the
+        DRA driver: helm uninstall leaves both CRDs and node labels, and a GPUCluster install labels the nodes
+        ``nvidia.com/gpu.deploy.dra-driver=true``. The next install - here or in the next test module - starts from
+        nothing, and the CRDs are gone (not terminating) before it begins."""
         self.helm_admin("uninstall", RELEASE, "-n", NS, "--wait", check=False)
-        for name in OPERATOR_CRDS:
-            if self.crd(name) is not None:
+        for name in self.chart_crds():
+            try:
                 self.ext.delete_custom_resource_definition(name)
-        wait_for(lambda: all(self.crd(n) is None for n in OPERATOR_CRDS), 60, what="CRDs deleted")
+            except Exception as exc:  # noqa: BLE001 - deleted meanwhile (404) is the outcome wanted
+                if getattr(exc, "status", None) != 404:
+                    raise
+        wait_for(lambda: not self.chart_crds(), 120, what="the chart's CRDs deleted")
+        for node in self.core.list_node(label_selector=DRA_DEPLOY_LABEL).items:
+            self.core.patch_node(node.metadata.name, {"metadata": {"labels": {DRA_DEPLOY_LABEL: None}}})
+
+    def chart_crds(self):
+        """Names of the CRDs the stand-in chart and its NFD subchart install that exist."""
+        return [
+            c.metadata.name
+            for c in self.ext.list_custom_resource_definition().items
+            if c.spec.group in CHART_CRD_GROUPS
+        ]
