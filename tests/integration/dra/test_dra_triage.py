@@ -226,7 +226,7 @@ def test_a_tainted_device_that_the_claim_selects_is_named_with_its_taint(faulty)
     found = by_pod(faulty["result"])["on-tainted-gpu"]["DeviceTaintNotTolerated"]
     assert (found["layer"], found["nodes"]) == ("dra", ["h100-2"])
     assert "h100-2/gpu-0 gpu.nvidia.com/xid=79:NoSchedule" in found["message"]
-    assert "tolerations" in found["fix"]
+    assert '[{key: gpu.nvidia.com/xid, operator: Equal, value: "79", effect: NoSchedule}]' in found["fix"]
 
 
 def test_a_stale_generation_leaves_the_pool_incomplete(faulty):

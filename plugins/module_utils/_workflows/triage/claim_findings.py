@@ -17,6 +17,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import key_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
+    device_taint_fix,
     event_evidence,
     finding,
 )
@@ -171,8 +172,7 @@ def _cause(claims, cause, claim, rows, evidence, candidates):
             "DeviceTaintNotTolerated",
             "error",
             "the only devices on %s that satisfy %s are tainted: %s" % (", ".join(nodes), name, "; ".join(tainted)),
-            "The taint marks a broken GPU (gpu.nvidia.com/xid=79: fallen off the bus): service it; to use it "
-            "anyway, add a toleration to the request (spec.devices.requests[].exactly.tolerations).",
+            device_taint_fix([t for _n, det in rows for ts in det["tainted"].values() for t in ts]),
             ev,
             nodes=nodes,
             pods=[claims.key],

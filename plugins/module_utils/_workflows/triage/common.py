@@ -13,6 +13,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers import (
     in_layer_order,
     merged_routes,
@@ -83,6 +85,35 @@ def format_requests(requests):
 def taint_text(taint):
     """A taint as ``kubectl taint`` writes it: ``key[=value]:effect``."""
     return "%s%s:%s" % (taint.get("key"), "=%s" % taint["value"] if taint.get("value") else "", taint.get("effect"))
+
+
+def device_taint_fix(taints):
+    """The fix for DRA device taints ``taints`` (``key[=value]:effect`` texts, see :func:`taint_text`), built from the
+    taints themselves: service the GPU so that whoever set them removes them, or tolerate each in the request."""
+    tolerations = []
+    for text in sorted(set(taints)):
+        rest, _sep, effect = text.rpartition(":")
+        key, has_value, value = rest.partition("=")
+        tol = "{key: %s, operator: %s%s, effect: %s}" % (
+            key,
+            "Equal" if has_value else "Exists",
+            ", value: %s" % json.dumps(value) if has_value else "",
+            effect,
+        )
+        tolerations.append(tol)
+    return (
+        "The device taint%s %s take%s the device out of use for claims that do not tolerate %s (the DRA driver or "
+        "an admin set %s - its timeAdded is in the ResourceSlice): service the GPU so that the taint is removed, or, "
+        "to use it anyway, add to the request spec.devices.requests[].exactly.tolerations: [%s]."
+        % (
+            "s" if len(tolerations) > 1 else "",
+            ", ".join(sorted(set(taints))),
+            "" if len(tolerations) > 1 else "s",
+            "them" if len(tolerations) > 1 else "it",
+            "them" if len(tolerations) > 1 else "it",
+            ", ".join(tolerations),
+        )
+    )
 
 
 def last_seen(event):

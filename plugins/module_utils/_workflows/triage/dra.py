@@ -15,7 +15,11 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_lists import list_dra
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import PLUGIN_COMPONENT, blocking
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import finding, taint_text
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
+    device_taint_fix,
+    finding,
+    taint_text,
+)
 
 
 def read_dra(client, namespace=None, node=None, page_size=500):
@@ -139,8 +143,7 @@ def dra_findings(name, view, pod_evidence, operator_namespace):
                 "warning",
                 "%d device(s) on %s are tainted, and only claims that tolerate the taint get them: %s"
                 % (len(tainted), name, ", ".join("%s %s" % (d, taint_text(t)) for d, t in tainted)),
-                "A device taint marks a broken GPU (gpu.nvidia.com/xid=79: fallen off the bus): service it (reset or "
-                "reboot the node); the driver removes the taint once the GPU is healthy.",
+                device_taint_fix([taint_text(t) for _d, t in tainted]),
                 {"tainted": [{"device": d, "taint": t} for d, t in tainted]},
                 nodes=[name],
             )

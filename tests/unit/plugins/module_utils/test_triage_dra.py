@@ -248,7 +248,9 @@ class TestUnallocatedClaims:
         pod, c = self.pod_and_claim(request(selector=only_gpu0), node="n0")
         result = triage(pod, nodes=["n0"], slices=slices, claims=[c], templates=["t"])
         assert ("dra", "DeviceTaintNotTolerated") in errors(result)
-        assert "n0/gpu-0 gpu.nvidia.com/xid=79:NoSchedule" in finding(result, "DeviceTaintNotTolerated")["message"]
+        refused = finding(result, "DeviceTaintNotTolerated")
+        assert "n0/gpu-0 gpu.nvidia.com/xid=79:NoSchedule" in refused["message"]
+        assert '[{key: gpu.nvidia.com/xid, operator: Equal, value: "79", effect: NoSchedule}]' in refused["fix"]
         tolerant = request(selector=only_gpu0, tolerations=[{"key": "gpu.nvidia.com/xid", "operator": "Exists"}])
         pod, c = self.pod_and_claim(tolerant, node="n0")
         assert errors(triage(pod, nodes=["n0"], slices=slices, claims=[c], templates=["t"])) == []
@@ -325,6 +327,15 @@ class TestNodesOfferingGpusThroughDra:
             ("DeviceTainted", "warning")
         ]
         assert errors(result) == []  # gpu-1 is free
+
+    def test_a_device_taint_fix_names_the_real_taint_and_the_toleration_that_would_work(self):
+        rma = {"key": "example.com/maintenance", "value": "rma", "effect": "NoExecute"}
+        pod = claim_pod(template="t", generated="c", selector_node="n0")
+        slices = [rslice("n0", [gpu(0, taints=[rma]), gpu(1)])]
+        fix = finding(triage(pod, nodes=["n0"], slices=slices, claims=[claim("c")], templates=["t"]), "DeviceTainted")
+        assert "The device taint example.com/maintenance=rma:NoExecute takes the device out of use" in fix["fix"]
+        assert '[{key: example.com/maintenance, operator: Equal, value: "rma", effect: NoExecute}]' in fix["fix"]
+        assert "xid" not in fix["fix"]
 
     def test_a_dra_node_has_no_device_plugin_layer(self):
         result = triage(claim_pod(template="t", generated="c"), claims=[claim("c")], templates=["t"])
