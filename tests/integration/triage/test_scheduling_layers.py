@@ -345,3 +345,13 @@ def test_the_diagnose_playbook_prints_the_summary_and_rejects_bad_input(nodes, k
         proc = play(*bad)
         assert proc.returncode != 0
         assert "Give exactly one of -e pod=NAMESPACE/NAME, -e namespace=NAMESPACE or -e node=NODE" in proc.stdout
+
+
+@pytest.mark.parametrize("target", [{"namespace": "no-such-ns"}, {"pod": "no-such-ns/train"}])
+def test_a_namespace_that_does_not_exist_is_named_not_read_as_healthy_or_as_a_missing_pod(triage, target):
+    result = triage(**target)
+
+    assert result["first_failing_layer"] == "scheduling"
+    (missing,) = result["findings"]
+    assert (missing["reason"], missing["severity"]) == ("NamespaceNotFound", "error")
+    assert "namespace no-such-ns does not exist" in missing["message"] and "kubectl get namespaces" in missing["fix"]

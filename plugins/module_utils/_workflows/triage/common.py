@@ -172,3 +172,4 @@ class Snapshot:
         self.claims = kwargs.get("claims")
         self.claim_templates = kwargs.get("claim_templates")
         self.log_lines = kwargs.get("log_lines") or 20
+        self.namespace_exists = kwargs.get("namespace_exists")  # False: read and missing; None: not read or unreadable

@@ -260,7 +260,17 @@ def diagnose(snap, target):
         if target["kind"] == "namespace" or (target["kind"] == "pod" and not snap.targets):
             findings.extend(create_failures(snap.events))
             findings.extend(quota_pressure(snap.quotas))
-        if target["kind"] == "pod" and not snap.targets:
+        if snap.namespace_exists is False:
+            findings.append(
+                finding(
+                    "scheduling",
+                    "NamespaceNotFound",
+                    "error",
+                    "namespace %s does not exist, so neither does any pod in it" % target["namespace"],
+                    "Check the name: kubectl get namespaces lists those that exist.",
+                )
+            )
+        elif target["kind"] == "pod" and not snap.targets:
             findings.append(
                 finding(
                     "scheduling",
@@ -420,9 +430,18 @@ class Triage:
                 "/apis/scheduling.k8s.io/v1/priorityclasses", page_size=self.page_size, what="list priorityclasses"
             )[0],
         )
+        if not targets:  # no pod: say whether the namespace itself is missing (None: not readable)
+            data["namespace_exists"] = self._namespace_exists(namespace)
         data["kueue"], data["volcano"] = self._queues(namespace)
         data.update(read_dra(self.client, namespace=namespace, page_size=self.page_size))
         return self._with_logs(Snapshot(**data))
+
+    def _namespace_exists(self, namespace):
+        try:
+            self.client.get("/api/v1/namespaces/%s" % quote(namespace, safe=""), what="read namespace %s" % namespace)
+        except K8sError as exc:
+            return False if exc.status == 404 else None
+        return True
 
     def read_node(self, name):
         node = self.client.get("/api/v1/nodes/%s" % quote(name, safe=""), what="read node %s" % name)

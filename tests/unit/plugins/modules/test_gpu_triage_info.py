@@ -86,10 +86,14 @@ class FakeApiServer:
             return Resp(200, node) if node else Resp(404, {"message": "nodes %r not found" % name}, "Not Found")
         if path == "/api/v1/pods":
             return page([p for p in self.pods + self.operator_pods if p["spec"].get("nodeName")], query)
+        if path == "/api/v1/namespaces/ml":
+            return Resp(200, {"metadata": {"name": "ml"}})
         if path == "/api/v1/namespaces/ml/pods":
             return page(self.pods, query)
         if path == "/api/v1/namespaces/%s/pods" % self.operator_ns:
             return page(self.operator_pods, query)
+        if path.startswith("/api/v1/namespaces/") and path.endswith("/pods"):
+            return page([], query)  # the API server LISTs a namespace that does not exist as empty
         if path.startswith("/api/v1/namespaces/ml/pods/"):
             name = path.rsplit("/", 1)[1]
             pod = next((p for p in self.pods if p["metadata"]["name"] == name), None)
@@ -215,6 +219,17 @@ def test_a_missing_pod_is_a_finding_not_a_failure(monkeypatch):
     result = run_module(FakeApiServer(nodes=[gpu_node("g0")]), monkeypatch, pod="ml/ghost")
     assert result["_kind"] == "exit"
     assert [f["reason"] for f in result["findings"]] == ["PodNotFound"]
+
+
+@pytest.mark.parametrize("target", [{"namespace": "no-such-ns"}, {"pod": "no-such-ns/train"}])
+def test_a_missing_namespace_is_named_as_missing_not_read_as_a_healthy_or_missing_pod(monkeypatch, target):
+    result = run_module(FakeApiServer(nodes=[gpu_node("g0")]), monkeypatch, **target)
+    assert result["_kind"] == "exit", result.get("msg")
+    assert result["first_failing_layer"] == "scheduling"
+    assert [(f["reason"], f["severity"]) for f in result["findings"]] == [("NamespaceNotFound", "error")]
+    assert "namespace no-such-ns does not exist" in result["findings"][0]["message"]
+    assert "kubectl get namespaces" in result["findings"][0]["fix"]
+    assert "no blocking problem found" not in result["summary"]
 
 
 def test_check_mode_returns_the_same_data(monkeypatch):
