@@ -69,6 +69,23 @@ def test_untolerated_taint_on_one_node_and_too_few_gpus_on_the_others(nodes, kub
     assert summary.index("UntoleratedTaint") < summary.index("InsufficientGPU")
 
 
+def test_more_gpus_than_any_node_has_is_named_impossible_not_a_taint_or_a_wait(nodes, kube, triage):
+    big, other_big, _small = nodes
+    ns = kube.namespace()
+    kube.taint(big, TAINT_KEY, "team-a")
+    kube.pod(ns, "train", gpus=16)
+    kube.failed_scheduling(ns, "train", contains="Insufficient nvidia.com/gpu")
+
+    result = triage(pod="%s/train" % ns)
+
+    # the taint on one 8-GPU node and the shortage are true, but removing or waiting would not place 16 GPUs
+    assert [f["reason"] for f in result["findings"]] == ["LargerThanAnyNode"], result["summary"]
+    impossible = result["findings"][0]
+    assert result["first_failing_layer"] == "scheduling" and impossible["nodes"] == sorted([big, other_big])
+    assert "asks for 16 nvidia.com/gpu, and the largest node has 8" in impossible["message"]
+    assert "Ask for at most 8 nvidia.com/gpu per pod" in impossible["fix"]
+
+
 def test_a_cordoned_node_comes_before_the_shortage_on_the_others(nodes, kube, triage):
     big, other_big, small = nodes
     kube.cordon(big)

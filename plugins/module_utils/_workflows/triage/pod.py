@@ -14,7 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import is_gpu_node
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import key_of, meta_of, name_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import key_of, meta_of, name_of, to_int
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.admission import (
     create_failures,
     owner_uids,
@@ -158,7 +158,21 @@ class PodDiagnosis:
             self.classified[name] = first_failing_filter(self.pod, node, self.stack.requested.get(name, {}))
         gpu_nodes = [n for n in nodes if self._gpu_node(n)]
         self.candidates = [name_of(n) for n in gpu_nodes if self.classified[name_of(n)][0] in (None, "resources")]
-        # layers 1-3 on the nodes the pod could use; blocking unless a healthy candidate has room
+        gates = [g.get("name") for g in self.spec.get("schedulingGates") or []]
+        scheduler = self.spec.get("schedulerName") or DEFAULT_SCHEDULER
+        event = latest_event(self.events, "FailedScheduling")
+        self.parsed = parse_failed_scheduling((event or {}).get("message")) if event else None
+        self.event = event_evidence(event)
+        impossible = self._larger_than_any_node(gpu_nodes)
+        if impossible:  # impossible before unavailable: no healed node, freed GPU, toleration or priority places it
+            self.add(impossible)
+        else:
+            self._unavailable(gpu_nodes, gates, scheduler)
+        self.extend(queue_findings(self.snap, self.pod, self.requests, gates, scheduler))
+
+    def _unavailable(self, gpu_nodes, gates, scheduler):
+        """Layers 1-3 on the nodes the pod could use (blocking unless a healthy candidate has room), then what the
+        scheduler decides and preemption."""
         fits_somewhere = any(
             self.classified[c][0] is None
             and not [f for f in self._node_findings(c) if f["severity"] == "error"]
@@ -170,16 +184,33 @@ class PodDiagnosis:
                 if item["severity"] == "error" and fits_somewhere:
                     item = dict(item, severity="warning")
                 self.add(item)
-        gates = [g.get("name") for g in self.spec.get("schedulingGates") or []]
-        scheduler = self.spec.get("schedulerName") or DEFAULT_SCHEDULER
-        event = latest_event(self.events, "FailedScheduling")
-        self.parsed = parse_failed_scheduling((event or {}).get("message")) if event else None
-        self.event = event_evidence(event)
         if not gates and scheduler == DEFAULT_SCHEDULER:
             self._scheduling(gpu_nodes, fits_somewhere)
             short_nodes = [c for c in self.candidates if self.classified[c][0] == "resources"]
             self.extend(preemption_findings(self.snap, self.pod, short_nodes, (self.parsed or {}).get("preemption")))
-        self.extend(queue_findings(self.snap, self.pod, self.requests, gates, scheduler))
+
+    def _larger_than_any_node(self, gpu_nodes):
+        """The finding for a pod that asks for more of a GPU resource than the largest node has (its capacity, as
+        if every GPU there were free), or None."""
+        for resource, amount in sorted(self.requests.items()):
+            sizes = {
+                name_of(n): to_int(((n.get("status") or {}).get("capacity") or {}).get(resource)) for n in gpu_nodes
+            }
+            largest = max(sizes.values() or [0])
+            if 0 < largest < amount:
+                biggest = sorted(n for n, size in sizes.items() if size == largest)
+                return finding(
+                    "scheduling",
+                    "LargerThanAnyNode",
+                    "error",
+                    "pod %s asks for %d %s, and the largest node has %d (%s): no node could ever run it, however many "
+                    "GPUs are freed" % (self.key, amount, resource, largest, ", ".join(biggest[:5])),
+                    "Ask for at most %d %s per pod: split the work across pods (a multi-node job with %d per "
+                    "worker), or add nodes with %d or more." % (largest, resource, largest, amount),
+                    {"requested": {resource: amount}, "largest_nodes": biggest, "largest": largest},
+                    nodes=biggest,
+                )
+        return None
 
     @staticmethod
     def _gpu_node(node):

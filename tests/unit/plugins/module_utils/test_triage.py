@@ -304,12 +304,25 @@ class TestScheduling:
             "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
         )
         result = run(
-            gpu_pod(gpus=9),
+            gpu_pod(gpus=1),
             nodes=[gpu_node("g0")],
             events=[event("train", "FailedScheduling", message, uid="uid-train")],
         )
         assert result["pods"][0]["scheduler_event"]["reasons"][0]["resource"] == "cpu"
         assert "SchedulerOther" in reasons(result)
+
+    def test_more_gpus_than_any_node_has_is_impossible_before_any_taint_shortage_or_priority(self):
+        taint = {"key": "dedicated", "value": "ml", "effect": "NoSchedule"}
+        nodes = [gpu_node("g0", alloc=2), gpu_node("g1", taints=[taint]), gpu_node("g2", gpus=4)]
+        result = run(gpu_pod(gpus=16), nodes=nodes, bound=[gpu_pod("busy", gpus=6, node="g0")])
+        assert reasons(result) == ["LargerThanAnyNode"]  # no toleration, freed GPU or priority would place it
+        (impossible,) = result["findings"]
+        assert result["first_failing_layer"] == "scheduling" and impossible["nodes"] == ["g0", "g1"]
+        assert (
+            "asks for 16 nvidia.com/gpu, and the largest node has 8 (g0, g1): no node could ever run it"
+            in (impossible["message"])
+        )
+        assert impossible["fix"].startswith("Ask for at most 8 nvidia.com/gpu per pod")
 
 
 class TestQuotaPriorityQueues:

@@ -204,7 +204,7 @@ def test_the_pods_of_a_namespace_are_only_the_gpu_pods_that_need_help(monkeypatc
         "spec": {"containers": [{"name": "c"}]},
         "status": {"phase": "Pending"},
     }
-    server = FakeApiServer(nodes=[gpu_node("g0")], pods=[running, cpu_only, pending("stuck", gpus=9)])
+    server = FakeApiServer(nodes=[gpu_node("g0")], pods=[running, cpu_only, pending("stuck", gpus=8)])
     result = run_module(server, monkeypatch, namespace="ml")
     assert [p["name"] for p in result["pods"]] == ["stuck"]
     assert "InsufficientGPU" in [f["reason"] for f in result["pods"][0]["findings"]]
