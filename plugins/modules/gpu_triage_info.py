@@ -179,7 +179,8 @@ findings:
       C(PriorityClassNotFound), C(PreemptionNotPossible), C(PreemptionDisabled), C(PreemptionInProgress),
       C(SchedulingGated), C(KueueLocalQueueNotFound), C(KueueClusterQueueInactive), C(KueueQuotaExhausted),
       C(KueueNotAdmitted), C(VolcanoQueueClosed), C(VolcanoQueueCapability), C(PodNotFound),
-      C(NamespaceNotFound), C(LargerThanAnyNode); the full list is in C(docs/triage.md)); C(severity); C(message); C(fix) (null for plain information); C(evidence) (a dict of
+      C(NamespaceNotFound), C(LargerThanAnyNode), C(ClaimLargerThanAnyNode); the full list is in
+      C(docs/triage.md)); C(severity); C(message); C(fix) (null for plain information); C(evidence) (a dict of
       what the API said - events with C(reason), C(message), C(count), C(last_seen); pod state with
       C(last_termination) C(reason), C(exit_code), C(message); C(log_tail); per-node C(allocatable), C(requested),
       C(free); the taint; the quota; ...); C(nodes) and C(pods) (C(namespace/name)) it concerns; C(owner) (who

@@ -52,6 +52,7 @@ def healthy(dra, run):
         )
         dra.claim_template(ns, "one-gpu")
         dra.claim_template(ns, "all-gpus", count=8)
+        dra.claim_template(ns, "sixteen-gpus", count=16)
         dra.claim_template(ns, "b200", selector="device.attributes['gpu.nvidia.com'].productName == 'NVIDIA B200'")
         claim_pod(dra, ns, "holder", claim="shared", node="h100-0")
         claim_pod(dra, ns, "filler", template="all-gpus", node="h100-2")
@@ -60,6 +61,7 @@ def healthy(dra, run):
         claim_pod(dra, ns, "elsewhere", claim="shared", node="h100-1")
         claim_pod(dra, ns, "busy", template="one-gpu", node="h100-2")
         claim_pod(dra, ns, "nomatch", template="b200")
+        claim_pod(dra, ns, "huge", template="sixteen-gpus")
         claim_pod(dra, ns, "notemplate", template="nope")
         claim_pod(dra, ns, "noclaim", claim="missing")
         claim_pod(dra, ns, "extended", limits={"nvidia.com/gpu": "1"})
@@ -67,6 +69,7 @@ def healthy(dra, run):
             "elsewhere": dra.event(ns, "elsewhere", "FailedScheduling"),
             "busy": dra.event(ns, "busy", "FailedScheduling"),
             "nomatch": dra.event(ns, "nomatch", "FailedScheduling"),
+            "huge": dra.event(ns, "huge", "FailedScheduling"),
             "extended": dra.event(ns, "extended", "FailedScheduling"),
             "notemplate": dra.event(ns, "notemplate", "FailedResourceClaimCreation"),
         }
@@ -82,7 +85,15 @@ def healthy(dra, run):
 def test_namespace_triage_takes_every_pending_claim_pod_and_not_the_running_ones(healthy):
     result = healthy["result"]
     assert not result.get("failed"), result.get("msg")
-    assert {p["name"] for p in result["pods"]} == {"elsewhere", "busy", "nomatch", "notemplate", "noclaim", "extended"}
+    assert {p["name"] for p in result["pods"]} == {
+        "elsewhere",
+        "busy",
+        "nomatch",
+        "huge",
+        "notemplate",
+        "noclaim",
+        "extended",
+    }
     claims = next(p["claims"] for p in result["pods"] if p["name"] == "busy")
     assert [(c["name"], c["template"], c["status"]) for c in claims] == [("gpu", "one-gpu", "pending")]
     assert result["changed"] is False
@@ -119,6 +130,19 @@ def test_no_device_satisfying_the_selectors_shows_what_the_nodes_offer(healthy):
     assert found["layer"] == "scheduling" and "NVIDIA B200" in found["message"]
     assert found["evidence"]["offered"]["h100-0"] == {"NVIDIA H100 80GB HBM3": 8}
     assert found["evidence"]["offered"]["a100-0"]["NVIDIA A100-SXM4-80GB 1g.10gb"] >= 1
+
+
+def test_a_claim_for_more_devices_than_any_node_has_is_impossible_not_a_wait(healthy):
+    assert "cannot allocate all claims" in healthy["events"]["huge"]
+    findings = by_pod(healthy["result"])["huge"]
+    found = findings["ClaimLargerThanAnyNode"]
+    assert (found["layer"], found["severity"]) == ("dra", "error") and "DevicesAllocated" not in findings
+    assert (
+        "asks for 16 device(s) of class gpu.nvidia.com, and no node it could use publishes more than 8"
+        in (found["message"])
+    )
+    assert "held by" not in found["message"] and "Ask for at most 8 device(s) per request" in found["fix"]
+    assert layer_of(healthy["result"], "huge") == "dra"
 
 
 def test_every_matching_device_allocated_names_the_claims_holding_them(healthy):

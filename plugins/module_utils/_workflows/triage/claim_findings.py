@@ -126,7 +126,7 @@ def _unsatisfied(claims, claim, candidates, evidence):
     for node in candidates:
         cause, detail = claims.verdict(claim, node)
         by_cause.setdefault(cause, []).append((node, detail))
-    causes = ("class", "selectors", "taint", "allocated", "no-devices")
+    causes = ("class", "selectors", "too-few", "taint", "allocated", "no-devices")
     return [_cause(claims, c, claim, by_cause[c], evidence, len(candidates)) for c in causes if c in by_cause]
 
 
@@ -162,6 +162,21 @@ def _cause(claims, cause, claim, rows, evidence, candidates):
             "Change the selectors to what the nodes publish (evidence: offered), or run the pod where such "
             "devices are; gpu_cluster_info lists every device with its attributes.",
             dict(ev, offered=offered),
+            nodes=nodes,
+            pods=[claims.key],
+        )
+    if cause == "too-few":
+        most = max(det["matching"] for _n, det in rows)
+        return finding(
+            "dra",
+            "ClaimLargerThanAnyNode",
+            "error",
+            "%s asks for %d device(s) of class %s, and no node it could use publishes more than %d that match (%s): "
+            "no node could ever satisfy it, however many devices are freed"
+            % (name, detail["need"], detail["device_class"], most, ", ".join(nodes)),
+            "Ask for at most %d device(s) per request (exactly.count), and spread the work over several pods, each "
+            "with its own claim (a ResourceClaimTemplate)." % most,
+            dict(ev, most_matching=most),
             nodes=nodes,
             pods=[claims.key],
         )

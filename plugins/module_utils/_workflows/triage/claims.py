@@ -120,7 +120,8 @@ class PodClaims:
 
     def verdict(self, claim, node_name):
         """``(cause, detail)`` of the first request of an unallocated claim the node cannot satisfy; ``(None,
-        None)`` when it can. Causes: ``class``, ``no-devices``, ``selectors``, ``taint``, ``allocated``."""
+        None)`` when it can. Causes: ``class``, ``no-devices``, ``selectors``, ``too-few`` (fewer matching devices than
+        the request's count, all free or not), ``taint``, ``allocated``."""
         cache_key = (key_of(claim), node_name)
         if cache_key not in self._cache:
             out = (None, None)
@@ -148,11 +149,18 @@ class PodClaims:
                 matching.append((key, dev))
         if not matching:
             return "selectors", {"device_class": device_class, "selectors": _cel(alt)}
+        exact = alt.get("allocationMode") != "All"
+        if exact and int(alt.get("count") or 1) > len(matching):
+            return "too-few", {
+                "device_class": device_class,
+                "need": int(alt.get("count") or 1),
+                "matching": len(matching),
+            }
         tolerations = alt.get("tolerations") or []
         usable = [
             (k, d) for k, d in matching if not [t for t in blocking(taints_of(d)) if not _tolerated(t, tolerations)]
         ]
-        if not usable:
+        if not usable or (exact and int(alt.get("count") or 1) > len(usable)):
             tainted = {
                 "%s/%s" % (node_name, d.get("name")): [taint_text(t) for t in blocking(taints_of(d))]
                 for _k, d in matching

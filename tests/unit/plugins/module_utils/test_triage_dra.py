@@ -232,6 +232,19 @@ class TestUnallocatedClaims:
         assert "held by ml/big (pods ml/trainer)" in found["message"] and "needs 1, 0 free" in found["message"]
         assert found["evidence"]["holders"] == {"n0/gpu-0": ["ml/big"], "n0/gpu-1": ["ml/big"]}
 
+    def test_more_devices_than_any_node_publishes_is_impossible_and_names_no_holder_to_wait_for(self):
+        pod, c = self.pod_and_claim(request(count=16))
+        holder = claim("big", allocated_on="n0", devices=["gpu-0"], reserved=["trainer"])
+        result = triage(pod, claims=[c, holder], templates=["t"])
+        assert errors(result) == [("dra", "ClaimLargerThanAnyNode")]
+        found = finding(result, "ClaimLargerThanAnyNode")
+        assert found["nodes"] == ["n0", "n1"] and "held by" not in found["message"]
+        assert (
+            "asks for 16 device(s) of class gpu.nvidia.com, and no node it could use publishes more than 2"
+            in (found["message"])
+        )
+        assert found["fix"].startswith("Ask for at most 2 device(s) per request")
+
     def test_admin_access_gets_devices_other_claims_hold(self):
         pod, c = self.pod_and_claim(request(admin=True), node="n0")
         holder = claim("big", allocated_on="n0", devices=["gpu-0", "gpu-1"])
