@@ -189,6 +189,20 @@ class PodDiagnosis:
             short_nodes = [c for c in self.candidates if self.classified[c][0] == "resources"]
             self.extend(preemption_findings(self.snap, self.pod, short_nodes, (self.parsed or {}).get("preemption")))
 
+    def _could_serve(self, name):
+        """True when the node has what the pod asks for, free or not: as many of each GPU resource it requests, or
+        DRA devices that could satisfy its pending claims (only busy or tainted at worst)."""
+        if self.requests:
+            alloc = (self.stack.nodes[name].get("status") or {}).get("allocatable") or {}
+            return all(to_int(alloc.get(res)) >= amount for res, amount in self.requests.items())
+        if self.claims:
+            return name in self.stack.gpu_dra.by_node and all(
+                self.claims.verdict(e["claim"], name)[0] in (None, "taint", "allocated")
+                for e in self.claims.entries
+                if e["status"] == "pending"
+            )
+        return True
+
     def _larger_than_any_node(self, gpu_nodes):
         """The finding for a pod that asks for more of a GPU resource than the largest node has (its capacity, as
         if every GPU there were free), or None."""
@@ -248,7 +262,10 @@ class PodDiagnosis:
         dra_only = extended_on_dra(self.key, self.requests, self.stack.snap.nodes, self.stack.gpu_dra)
         unoffered = dra_only["evidence"]["requested"] if dra_only else ()
         for kind in FILTER_ORDER:
-            for item in grouped.findings(kind, groups.get(kind, [])):
+            members = groups.get(kind, [])
+            if kind == "taint":  # a toleration helps only on a node that has what the pod asks for
+                members = [m for m in members if self._could_serve(m[0])]
+            for item in grouped.findings(kind, members):
                 # the resource is not offered at all: ExtendedResourceOnDRA says why, not a shortage
                 if item["evidence"].get("resource", item["evidence"].get("requested")) not in unoffered:
                     self.add(item)

@@ -311,6 +311,13 @@ class TestScheduling:
         assert result["pods"][0]["scheduler_event"]["reasons"][0]["resource"] == "cpu"
         assert "SchedulerOther" in reasons(result)
 
+    def test_a_taint_on_a_node_too_small_for_the_pod_is_no_finding(self):
+        taint = {"key": "dedicated", "value": "ml", "effect": "NoSchedule"}
+        nodes = [gpu_node("g0", gpus=1, taints=[taint]), gpu_node("g1")]
+        result = run(gpu_pod(gpus=2), nodes=nodes, bound=[gpu_pod("busy", gpus=8, node="g1")])
+        # tolerating g0's taint would not place a 2-GPU pod on a 1-GPU node
+        assert "UntoleratedTaint" not in reasons(result) and "InsufficientGPU" in reasons(result)
+
     def test_more_gpus_than_any_node_has_is_impossible_before_any_taint_shortage_or_priority(self):
         taint = {"key": "dedicated", "value": "ml", "effect": "NoSchedule"}
         nodes = [gpu_node("g0", alloc=2), gpu_node("g1", taints=[taint]), gpu_node("g2", gpus=4)]

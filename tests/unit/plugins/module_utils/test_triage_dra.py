@@ -133,11 +133,11 @@ def event(obj, reason, message):
     }
 
 
-def triage(pod, nodes=("n0", "n1"), slices=None, claims=(), classes=(GPU_CLASS,), templates=(), events=(), crash=None):
-    names = list(nodes)
+def triage(pod, nodes=("n0", "n1"), slices=None, claims=(), classes=(GPU_CLASS,), templates=(), events=(), **faults):
+    names, crash, taints = list(nodes), faults.get("crash"), faults.get("taints") or {}
     slices = [rslice(n, [gpu(i) for i in range(2)]) for n in names] if slices is None else slices
     snap = Snapshot(
-        nodes=[dra_node(n) for n in names],
+        nodes=[dict(dra_node(n), spec={"taints": taints.get(n, [])}) for n in names],
         operator_pods=[plugin(n, crash if n == names[0] else None) for n in names],
         targets=[pod] if pod else [],
         events=list(events),
@@ -244,6 +244,16 @@ class TestUnallocatedClaims:
             in (found["message"])
         )
         assert found["fix"].startswith("Ask for at most 2 device(s) per request")
+
+    def test_a_taint_on_a_node_without_enough_devices_for_the_claim_is_no_finding(self):
+        pod, c = self.pod_and_claim(request(count=2))
+        del pod["spec"]["tolerations"]
+        holder = claim("big", allocated_on="n1", devices=["gpu-0", "gpu-1"], reserved=["trainer"])
+        dedicated = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
+        slices = [rslice("n0", [gpu(0)]), rslice("n1", [gpu(0), gpu(1)])]
+        result = triage(pod, slices=slices, claims=[c, holder], templates=["t"], taints={"n0": [dedicated]})
+        # tolerating n0's taint would not help: it has one device and the claim asks for two
+        assert errors(result) == [("scheduling", "DevicesAllocated")]
 
     def test_admin_access_gets_devices_other_claims_hold(self):
         pod, c = self.pod_and_claim(request(admin=True), node="n0")
