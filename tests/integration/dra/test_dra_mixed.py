@@ -50,7 +50,7 @@ def test_the_smoke_test_proves_each_pool_its_own_way(mixed, run):
     assert claim["nodes"]["a100-0"]["status"] == "passed" and claim["nodes"]["a100-0"]["devices"]
 
 
-def test_a_gpu_pod_short_of_gpus_is_a_shortage_not_a_dra_only_cluster(mixed, run):
+def test_a_gpu_pod_larger_than_any_node_is_named_so_not_a_dra_only_cluster(mixed, run):
     with mixed.namespace() as ns:
         body = {
             "metadata": {"name": "big"},
@@ -65,5 +65,6 @@ def test_a_gpu_pod_short_of_gpus_is_a_shortage_not_a_dra_only_cluster(mixed, run
         assert "Insufficient nvidia.com/gpu" in mixed.event(ns, "big", "FailedScheduling")
         result = run("gpu_triage_info", pod="%s/big" % ns)
     reasons = [f["reason"] for f in result["findings"]]
-    assert "InsufficientGPU" in reasons and "ExtendedResourceOnDRA" not in reasons
+    # 9 nvidia.com/gpu where the H100 nodes advertise 8 each: impossible, and the resource is offered (not DRA-only)
+    assert reasons == ["LargerThanAnyNode"] and result["findings"][0]["nodes"] == list(H100)
     assert result["first_failing_layer"] == "scheduling"

@@ -1,7 +1,7 @@
 """gpu_triage_info on the ci-dra bed, as the least-privilege identity: Pending pods that use DRA claims, each kept
 from its GPU by one cause that the real kube-controller-manager, kube-scheduler or (simulated) kubelet reports in its
-own words, and triage naming that cause at the dra layer (what the DRA machinery lacks) or the scheduling layer
-(what a healthy DRA stack cannot give the request), with evidence and a fix."""
+own words, and triage naming that cause at the dra layer - what the DRA machinery lacks and what the request cannot
+get from it - with the scheduler's message as evidence and a fix."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def test_a_missing_claim_is_named(healthy):
 def test_a_claim_allocated_on_another_node_names_that_node(healthy):
     assert "1 resourceclaim not available on the node" in healthy["events"]["elsewhere"]
     found = by_pod(healthy["result"])["elsewhere"]["ClaimAllocatedElsewhere"]
-    assert (found["layer"], found["nodes"]) == ("scheduling", ["h100-0"])
+    assert (found["layer"], found["nodes"]) == ("dra", ["h100-0"])
     assert found["evidence"]["reserved_for"] == ["%s/holder" % healthy["ns"]]
     assert "can only go to h100-1" in found["message"]
     pod = next(p for p in healthy["result"]["pods"] if p["name"] == "elsewhere")
@@ -127,7 +127,7 @@ def test_a_claim_allocated_on_another_node_names_that_node(healthy):
 def test_no_device_satisfying_the_selectors_shows_what_the_nodes_offer(healthy):
     assert "cannot allocate all claims" in healthy["events"]["nomatch"]
     found = by_pod(healthy["result"])["nomatch"]["NoMatchingDevice"]
-    assert found["layer"] == "scheduling" and "NVIDIA B200" in found["message"]
+    assert found["layer"] == "dra" and "NVIDIA B200" in found["message"]
     assert found["evidence"]["offered"]["h100-0"] == {"NVIDIA H100 80GB HBM3": 8}
     assert found["evidence"]["offered"]["a100-0"]["NVIDIA A100-SXM4-80GB 1g.10gb"] >= 1
 
@@ -149,7 +149,7 @@ def test_every_matching_device_allocated_names_the_claims_holding_them(healthy):
     assert "cannot allocate all claims" in healthy["events"]["busy"]
     found = by_pod(healthy["result"])["busy"]["DevicesAllocated"]
     ns = healthy["ns"]
-    assert (found["layer"], found["nodes"]) == ("scheduling", ["h100-2"])
+    assert (found["layer"], found["nodes"]) == ("dra", ["h100-2"])
     assert "%s/%s" % (ns, healthy["holders"]["filler"]) in found["message"] and "%s/filler" % ns in found["message"]
     assert set(found["evidence"]["holders"]) == {"h100-2/gpu-%d" % i for i in range(8)}
 
@@ -159,7 +159,7 @@ def test_a_pod_asking_for_nvidia_com_gpu_on_a_dra_only_cluster_is_told_to_use_a_
     result = healthy["pod"]
     reasons = {f["reason"]: f for f in result["findings"]}
     found = reasons["ExtendedResourceOnDRA"]
-    assert found["layer"] == "scheduling" and result["first_failing_layer"] == "scheduling"
+    assert found["layer"] == "dra" and result["first_failing_layer"] == "dra"
     assert "ResourceClaim with device class gpu.nvidia.com" in found["fix"]
     assert not {"InsufficientGPU", "MIGResourceName"} & set(reasons)
     assert not [f for f in result["findings"] if f["layer"] == "device-plugin"]  # DRA nodes run no device plugin

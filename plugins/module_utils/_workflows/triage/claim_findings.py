@@ -6,10 +6,11 @@
 # This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
-"""GPU triage findings of a pod's DRA claims, from a :class:`.claims.PodClaims` (pure): at the ``dra`` layer what
-the DRA machinery lacks (the claim or its template, the DeviceClass, untainted devices, a prepared claim), at the
-``scheduling`` layer what the request cannot get from a healthy DRA stack (a matching device, a free one, the node
-its claim is allocated on), and a pod asking for ``nvidia.com/gpu`` where GPUs come only through DRA."""
+"""GPU triage findings of a pod's DRA claims, from a :class:`.claims.PodClaims` (pure), all at the ``dra`` layer (the
+scheduler's message is their evidence): what the DRA machinery lacks (the claim or its template, the DeviceClass,
+untainted devices, a prepared claim), what the request cannot get (enough devices on any node, a matching device, a
+free one, the node its claim is allocated on), and a pod asking for ``nvidia.com/gpu`` where GPUs come only through
+DRA. The ``scheduling`` layer keeps what the scheduler decides beyond devices."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -101,7 +102,7 @@ def _elsewhere(claims, claim, candidates, evidence):
     where = sorted(n for n in claims.nodes if claims.allocated_on(claim, n))
     users = sorted("%s/%s" % (claims.ns, r.get("name")) for r in status.get("reservedFor") or [])
     return finding(
-        "scheduling",
+        "dra",
         "ClaimAllocatedElsewhere",
         "error",
         "ResourceClaim %s is allocated on %s%s, but pod %s can only go to %s (cordon, taints, selectors)"
@@ -149,7 +150,7 @@ def _cause(claims, cause, claim, rows, evidence, candidates):
     if cause == "selectors":
         offered = {n: claims.offered(n) for n in nodes}
         return finding(
-            "scheduling",
+            "dra",
             "NoMatchingDevice",
             "error",
             "no device on %s satisfies %s (class %s%s)"
@@ -196,7 +197,7 @@ def _cause(claims, cause, claim, rows, evidence, candidates):
         holders = {d: [h["claim"] for h in hs] for _n, det in rows for d, hs in det["holders"].items()}
         pods = sorted({p for _n, det in rows for hs in det["holders"].values() for h in hs for p in h["pods"]})
         return finding(
-            "scheduling",
+            "dra",
             "DevicesAllocated",
             "error",
             "every device on %s that satisfies %s is allocated (needs %d, %d free): held by %s%s"
@@ -261,7 +262,7 @@ def extended_on_dra(key, requests, nodes, gpu_index):
     if not missing or not dra_nodes:
         return None
     return finding(
-        "scheduling",
+        "dra",
         "ExtendedResourceOnDRA",
         "error",
         "pod %s asks for %s, which no node advertises: this cluster offers its GPUs through DRA only (%d node(s) "

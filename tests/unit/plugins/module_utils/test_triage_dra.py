@@ -213,7 +213,7 @@ class TestUnallocatedClaims:
             request(selector="device.attributes['gpu.nvidia.com'].productName == 'NVIDIA B200'")
         )
         result = triage(pod, claims=[c], templates=["t"], events=[event("train", "FailedScheduling", CANNOT)])
-        assert errors(result) == [("scheduling", "NoMatchingDevice")]
+        assert errors(result) == [("dra", "NoMatchingDevice")]
         found = finding(result, "NoMatchingDevice")
         assert found["nodes"] == ["n0", "n1"] and found["evidence"]["offered"]["n0"] == {"NVIDIA H100 80GB HBM3": 2}
         assert "SchedulerOther" not in [f["reason"] for f in result["findings"]]  # the DRA reason is understood
@@ -227,7 +227,7 @@ class TestUnallocatedClaims:
         holder = claim("big", allocated_on="n0", devices=["gpu-0", "gpu-1"], reserved=["trainer"])
         result = triage(pod, claims=[c, holder], templates=["t"])
         # pinned by nodeSelector: n1 fails the selector, n0 has no free device
-        assert errors(result) == [("scheduling", "NodeSelectorMismatch"), ("scheduling", "DevicesAllocated")]
+        assert errors(result) == [("dra", "DevicesAllocated"), ("scheduling", "NodeSelectorMismatch")]
         found = finding(result, "DevicesAllocated")
         assert "held by ml/big (pods ml/trainer)" in found["message"] and "needs 1, 0 free" in found["message"]
         assert found["evidence"]["holders"] == {"n0/gpu-0": ["ml/big"], "n0/gpu-1": ["ml/big"]}
@@ -253,7 +253,7 @@ class TestUnallocatedClaims:
         slices = [rslice("n0", [gpu(0)]), rslice("n1", [gpu(0), gpu(1)])]
         result = triage(pod, slices=slices, claims=[c, holder], templates=["t"], taints={"n0": [dedicated]})
         # tolerating n0's taint would not help: it has one device and the claim asks for two
-        assert errors(result) == [("scheduling", "DevicesAllocated")]
+        assert errors(result) == [("dra", "DevicesAllocated")]
 
     def test_admin_access_gets_devices_other_claims_hold(self):
         pod, c = self.pod_and_claim(request(admin=True), node="n0")
@@ -263,7 +263,7 @@ class TestUnallocatedClaims:
     def test_allocation_mode_all_needs_every_matching_device_free(self):
         pod, c = self.pod_and_claim(request(mode="All"), node="n0")
         holder = claim("one", allocated_on="n0", devices=["gpu-1"])
-        assert ("scheduling", "DevicesAllocated") in errors(triage(pod, claims=[c, holder], templates=["t"]))
+        assert ("dra", "DevicesAllocated") in errors(triage(pod, claims=[c, holder], templates=["t"]))
 
     def test_a_tainted_device_the_request_selects_is_the_dra_layer_unless_tolerated(self):
         only_gpu0 = "device.attributes['gpu.nvidia.com'].index == 0"
@@ -301,7 +301,7 @@ class TestAllocatedClaims:
         shared = claim("shared", allocated_on="n0", devices=["gpu-0"], reserved=["holder"])
         result = triage(claim_pod(claim_name="shared", selector_node="n1"), claims=[shared])
         found = finding(result, "ClaimAllocatedElsewhere")
-        assert (found["layer"], found["severity"], found["nodes"]) == ("scheduling", "error", ["n0"])
+        assert (found["layer"], found["severity"], found["nodes"]) == ("dra", "error", ["n0"])
         assert found["evidence"]["reserved_for"] == ["ml/holder"] and "can only go to n1" in found["message"]
 
     def test_a_claim_allocated_where_the_pod_can_go_is_fine(self):
@@ -377,7 +377,7 @@ class TestExtendedResourcePods:
     def test_asking_for_nvidia_com_gpu_on_a_dra_only_cluster_is_told_to_use_a_claim(self):
         msg = "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. no new claims to deallocate"
         result = triage(self.gpu_pod(), events=[event("train", "FailedScheduling", msg)])
-        assert errors(result) == [("scheduling", "ExtendedResourceOnDRA")]
+        assert errors(result) == [("dra", "ExtendedResourceOnDRA")]
         assert "ResourceClaim with device class gpu.nvidia.com" in finding(result, "ExtendedResourceOnDRA")["fix"]
 
     def test_a_device_class_that_maps_the_extended_resource_serves_it(self):
