@@ -18,8 +18,8 @@ from tests.integration.simop_helpers import wait_for
 
 KEY = "gpuops.io/unvalidated"
 RECORD = "gpuops.io/admission"
-#: One admission run: the node's operands come up (the simulated operator: seconds), a smoke pod, the verdict.
-ADMISSION_TIMEOUT = 240
+#: One admission run: the node's operands come up (seconds; at most the 300 s wait on a busy machine), a smoke pod, the verdict.
+ADMISSION_TIMEOUT = 420
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +31,11 @@ def rulebook(gpu_operator, testbed, tmp_path_factory):
         {"daemonsets": {"tolerations": [*tolerations, {"key": KEY, "operator": "Exists", "effect": "NoSchedule"}]}}
     )
     rb = Rulebook(testbed.state_dir, tmp_path_factory.mktemp("eda"))
-    # a faulty node's smoke pod cannot schedule: 10 s say so (the role's default waits 60 s)
-    rb.joining = rb.expect("t4", 2, gpu_validate_smoke_schedule_timeout=10, gpu_validate_smoke_timeout=60)
+    # a faulty node's smoke pod cannot schedule: 10 s say so (the role's default waits 60 s); a joining node's operands
+    # may take more than the default 120 s to come up on a busy machine (the wait stops as soon as they are up)
+    rb.joining = rb.expect(
+        "t4", 2, gpu_validate_smoke_schedule_timeout=10, gpu_validate_smoke_timeout=60, gpuops_admit_wait_seconds=300
+    )
     rb.joined = []
     mark = audit_mark(testbed.audit_log)
     rb.start()
