@@ -378,3 +378,23 @@ def stall_lines(entries):
         line = "  %s: %s %s; %s%s" % (e["node"], e["state"], how_long, "stalled: " * e["stalled"], e["cause"])
         lines.append(line + (". Fix: %s" % e["fix"] if e["fix"] else ""))
     return lines
+
+
+def read_stalls(client, nodes, cp, page_size, now):
+    """:func:`diagnose` of the ``nodes`` whose driver upgrade is not done, under the ClusterPolicy ``cp`` (raw, or
+    None). ``client`` is a ``_clients.k8s.K8sClient``; it LISTs the pods, the PodDisruptionBudgets and the upgrade
+    controller's Node events only when there is such a node: a cluster at rest costs no request."""
+    if all(labels_of(n).get(UPGRADE_STATE_LABEL, "") in DONE for n in nodes):
+        return []
+    pods = client.list_core("pods", page_size=page_size)
+    pdbs = client.list_all(
+        "/apis/policy/v1/poddisruptionbudgets", page_size=page_size, what="list poddisruptionbudgets"
+    )
+    events = client.list_core(
+        "events",
+        namespace="default",
+        field_selector="involvedObject.kind=Node,reason=%s" % EVENT_REASON,
+        page_size=page_size,
+    )
+    policy = ((cp or {}).get("spec") or {}).get("driver", {}).get("upgradePolicy") or {}
+    return diagnose(nodes, pods, pdbs, events, policy, name_of(cp) if cp else None, now)

@@ -11,6 +11,8 @@ import re
 import pytest
 from canary_helpers import NS, SKIP, STATE, wait_for
 
+from tests.integration.helpers import module_runner
+
 TARGET = "h100-3"
 VERSIONS = iter(f"610.{n}.01" for n in range(60, 80))
 ALL_AT_ONCE = {"maxParallelUpgrades": 0, "maxUnavailable": "100%"}
@@ -40,7 +42,13 @@ def reported(bed, node, want_state):
     line = next((x for x in out.splitlines() if x.strip().strip('",').strip().startswith(f"{node}: ")), None)
     assert line is not None, out[-3000:]
     assert f"{node}: {want_state} for " in line and re.search(r"for \d+ s \(since 20\d\d-", line), line
-    return line.replace('\\"', '"')
+    line = line.replace('\\"', '"')
+    # gpu_cluster_info (read-only, the day-2 identity) gives the same diagnosis: one judgement, two readers
+    info = module_runner(bed.t, bed.work, "gpu_cluster_info")(kubeconfig=bed.t.day2_kubeconfig)
+    entry = next((e for e in info["driver_upgrades"] if e["node"] == node), None)
+    assert entry is not None and entry["state"] == want_state, info["driver_upgrades"]
+    assert entry["cause"][:40] in line and entry["stalled"] == ("stalled: " in line), (entry, line)
+    return line
 
 
 def all_done(bed, version, timeout=120):

@@ -30,9 +30,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
     name_of,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.upgrade_stalls import (
-    DONE,
-    EVENT_REASON,
-    diagnose,
+    read_stalls,
     stall_lines,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.upgrade_status import (
@@ -278,28 +276,6 @@ def describe(record, cp, nfd_daemonsets, nodes, where, taint, stalls=()):
     return out
 
 
-def upgrade_stalls(session, cp, nodes):
-    """:func:`_operator.upgrade_stalls.diagnose` of the nodes whose driver upgrade is not done; it reads the pods, the
-    PodDisruptionBudgets and the upgrade controller's Node events only when there is such a node."""
-    if all(labels_of(n).get(UPGRADE_STATE_LABEL, "") in DONE for n in nodes):
-        return []
-    found = session.read_all(
-        {
-            "pods": session.all_pods,
-            "pdbs": session.pdbs,
-            "events": lambda: session.client.list_core(
-                "events",
-                namespace="default",
-                field_selector="involvedObject.kind=Node,reason=%s" % EVENT_REASON,
-                page_size=session.page_size,
-            ),
-        }
-    )
-    policy = ((cp or {}).get("spec") or {}).get("driver", {}).get("upgradePolicy") or {}
-    cp_name = name_of(cp) if cp else None
-    return diagnose(nodes, found["pods"], found["pdbs"], found["events"], policy, cp_name, session.clock())
-
-
 def status(session):
     """The status step: reads the record, the ClusterPolicy, the NFD DaemonSets and the nodes (and, where a driver
     upgrade is not done, the pods, PodDisruptionBudgets and upgrade events); writes nothing."""
@@ -312,5 +288,5 @@ def status(session):
         nodes,
         "%s/%s" % (session.ns, session.cm_name),
         (session.taint_key, session.taint_effect),
-        upgrade_stalls(session, cp, nodes),
+        read_stalls(session.client, nodes, cp, session.page_size, session.clock()),
     )
