@@ -387,7 +387,7 @@ def read_stalls(client, nodes, cp, page_size, now):
     if all(labels_of(n).get(UPGRADE_STATE_LABEL, "") in DONE for n in nodes):
         return []
     pods = client.list_core("pods", page_size=page_size)
-    pdbs = client.list_all(
+    pdbs, _meta = client.list_all(
         "/apis/policy/v1/poddisruptionbudgets", page_size=page_size, what="list poddisruptionbudgets"
     )
     events = client.list_core(

@@ -30,7 +30,8 @@ def state(bed, node):
     return (bed.core.read_node(node).metadata.labels or {}).get(STATE)
 
 
-def wait_state(bed, node, want, timeout=90):
+def wait_state(bed, node, want, timeout=240):
+    """Every node upgrades at once (ALL_AT_ONCE), so on a busy machine the controller's passes take a while."""
     wait_for(lambda: state(bed, node) == want, timeout, what=f"{node} in {want}")
 
 

@@ -3,6 +3,7 @@ own Event, else its start-time annotations), the cause the cluster shows and the
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.upgrade_stalls import (
     diagnose,
+    read_stalls,
     seconds_of,
     stall_lines,
 )
@@ -114,6 +115,34 @@ def test_drain_blocked_by_a_pod_disruption_budget():
     assert got["stalled"]
     assert "pod shop/web-0 is refused: PodDisruptionBudget shop/web allows 0 disruptions" in got["cause"]
     assert got["fix"].startswith("kubectl -n shop delete pod web-0")
+
+
+class StubClient:
+    """The LISTs read_stalls makes, from memory (``list_all`` answers ``(items, list metadata)`` like the client)."""
+
+    def __init__(self, pods=(), pdbs=(), events=()):
+        self.pods, self.pdbs, self.events, self.reads = list(pods), list(pdbs), list(events), []
+
+    def list_core(self, resource, namespace=None, **kwargs):
+        self.reads.append(resource)
+        return {"pods": self.pods, "events": self.events}[resource]
+
+    def list_all(self, path, **kwargs):
+        self.reads.append(path.rsplit("/", 1)[1])
+        return self.pdbs, {"resourceVersion": "1"}
+
+
+def test_read_stalls_reads_pods_budgets_and_events_only_while_an_upgrade_is_not_done():
+    pdb = {
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}},
+        "status": {"disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1},
+    }
+    client = StubClient(pods=[pod("web-0", "a", ns="shop", labels={"app": "web"})], pdbs=[pdb])
+    assert read_stalls(client, [node("a", "upgrade-done")], None, 500, NOW) == [] and client.reads == []
+    (got,) = read_stalls(client, [node("a", "drain-required", cordoned=True)], {"metadata": {"name": "cp"}}, 500, NOW)
+    assert client.reads == ["pods", "poddisruptionbudgets", "events"]
+    assert "PodDisruptionBudget shop/web allows 0 disruptions" in got["cause"] and got["stalled"]
 
 
 def test_a_pod_stuck_terminating_with_its_finalizer():
