@@ -11,7 +11,10 @@
 k8s-operator-libs ``pkg/upgrade`` builds no state - and so moves no node of the whole cluster - while a driver
 DaemonSet owns another number of pods than its ``status.desiredNumberScheduled`` ("driver DaemonSet should not have
 Unscheduled pods"). The classic cause is a quarantine: a remediation system taints a node with a ``NoSchedule`` taint
-the driver does not tolerate; the DaemonSet stops counting that node, but the driver pod already there keeps running.
+the driver does not tolerate. The driver pod already there keeps running, and the next time the DaemonSet controller
+counts - at the latest when the canary's preparation changes the driver's pod template - it no longer wants that node.
+The count in the DaemonSet's status is no guide before then (it is recomputed only when the DaemonSet syncs), so the
+node's taints against the pod template's tolerations are.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -68,37 +71,36 @@ def _untolerated(ds, node):
 
 
 def state_refusals(daemonsets, pods, nodes):
-    """One message per driver DaemonSet whose pod count keeps NVIDIA's upgrade controller from building its state:
-    the counts, the pods on nodes it no longer wants (with the taints it does not tolerate) and the fix as commands."""
+    """One message per driver DaemonSet that runs pods on nodes it does not want (their ``NoSchedule``/``NoExecute``
+    taints not tolerated by its pod template): once it counts again, NVIDIA's upgrade controller builds no upgrade
+    state. Each names the pods, nodes and taints and the fix as commands."""
     by_name = {name_of(n): n for n in nodes}
     out = []
     for ds in driver_daemonsets(daemonsets):
         owned = _owned(ds, pods)
-        desired = int((ds.get("status") or {}).get("desiredNumberScheduled") or 0)
-        if len(owned) == desired:
-            continue
         unwanted = []
         for pod in owned:
             node = (pod.get("spec") or {}).get("nodeName")
             taints = _untolerated(ds, by_name.get(node) or {})
             if taints:
                 unwanted.append((pod, node, taints))
-        text = (
-            "driver DaemonSet %s/%s owns %d pod(s) but wants %d: NVIDIA's upgrade controller builds no upgrade state "
-            "while the two differ (\"driver DaemonSet should not have Unscheduled pods\") and moves no node"
-            % (namespace_of(ds), name_of(ds), len(owned), desired)
-        )
-        if unwanted:
-            text += "; it no longer wants %s. Fix: let the owner release the node, or delete the driver pod there " % (
-                ", ".join("node %s (taint %s not tolerated)" % (node, ", ".join(t)) for _pod, node, t in unwanted)
-            )
-            text += "(the DaemonSet does not recreate it while the taint stands): %s" % "; ".join(
-                "kubectl -n %s delete pod %s" % (namespace_of(pod), name_of(pod)) for pod, _node, _t in unwanted
-            )
-        else:
-            text += "; wait until its pods are scheduled: kubectl -n %s get pods -l %s -o wide" % (
+        if not unwanted:
+            continue
+        out.append(
+            "driver DaemonSet %s/%s runs a pod on %s, which it does not want: once it counts again - when the "
+            "preparation changes its pod template at the latest - it wants %d pod(s) but owns %d, and NVIDIA's upgrade "
+            "controller builds no upgrade state while the two differ (\"driver DaemonSet should not have Unscheduled "
+            "pods\"), so no node would move. Fix: let the owner release the node, or delete the driver pod there (the "
+            "DaemonSet does not recreate it while the taint stands): %s"
+            % (
                 namespace_of(ds),
-                ",".join("%s=%s" % kv for kv in sorted((_template(ds).get("labels") or {}).items())) or "app",
+                name_of(ds),
+                ", ".join("node %s (taint %s not tolerated)" % (node, ", ".join(t)) for _pod, node, t in unwanted),
+                len(owned) - len(unwanted),
+                len(owned),
+                "; ".join(
+                    "kubectl -n %s delete pod %s" % (namespace_of(pod), name_of(pod)) for pod, _n, _t in unwanted
+                ),
             )
-        out.append(text)
+        )
     return out
