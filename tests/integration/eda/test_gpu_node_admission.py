@@ -18,7 +18,7 @@ from tests.integration.simop_helpers import wait_for
 
 KEY = "gpuops.io/unvalidated"
 RECORD = "gpuops.io/admission"
-#: One admission run: the node's operands come up (seconds; at most the 300 s wait on a busy machine), a smoke pod, the verdict.
+#: One admission run: the operands come up (seconds; at most the 300 s wait when busy), a smoke pod, the verdict.
 ADMISSION_TIMEOUT = 420
 
 
