@@ -252,8 +252,7 @@ def toleration_for(taint):
     return tol
 
 
-def tolerated(tolerations, taint):
-    """True when one of ``tolerations`` tolerates ``taint`` (key, value and effect, as the scheduler matches them)."""
+def _tolerated(tolerations, taint):
     for tol in tolerations or []:
         if not isinstance(tol, dict):
             continue
@@ -272,7 +271,7 @@ def with_tolerations(defaults, taints):
     """``defaults`` (a chart's toleration list) plus one toleration per taint it does not already tolerate."""
     out = list(copy.deepcopy(defaults or []))
     for taint in taints:
-        if not tolerated(out, taint):
+        if not _tolerated(out, taint):
             out.append(toleration_for(taint))
     return out
 
