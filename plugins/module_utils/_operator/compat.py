@@ -133,11 +133,12 @@ def driver_branches(operator_version):
 
 
 def nearest_driver(operator_version, driver_version):
-    """The release's driver container nearest ``driver_version``: the newest on its branch, else the newest on the
-    nearest supported branch (the newer one of two as near)."""
+    """The release's driver container for ``driver_version``: the newest on its branch, else the newest on the nearest
+    supported branch above it (a fix goes forward), else on the newest branch below it."""
     branches = driver_branches(operator_version)
     major = int(driver_branch(driver_version) or 0)
-    branch = min(branches, key=lambda b: (abs(int(b) - major), -int(b)))
+    forward = [b for b in branches if int(b) >= major]
+    branch = min(forward, key=int) if forward else max(branches, key=int)
     return branches[branch]["drivers"][0]
 
 

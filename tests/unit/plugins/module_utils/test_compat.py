@@ -192,6 +192,12 @@ def test_the_nearest_driver_container_is_on_the_same_branch_before_another():
     assert c.nearest_driver("26.3", "580.65.06") == "580.159.04"
 
 
+def test_an_unsupported_branch_is_fixed_forward_to_the_nearest_branch_above_it_not_down():
+    # 26.7 supports R535, R580, R595 and R610: R550 is nearer R535, but the fix goes forward
+    assert c.nearest_driver("26.7", "550.127.05") == "580.173.02"
+    assert c.nearest_driver("26.7", "620.10.01").startswith("610.")  # nothing above: the newest branch below
+
+
 def test_nri_plugin_mode_runtimes_from_the_26_3_release_notes():
     assert d.NRI_PLUGIN["source"] and c.matrix()["nri_plugin"] == d.NRI_PLUGIN
     need = "containerd 1.7.30+ (below 1.8) or 2.1+"
