@@ -49,7 +49,10 @@ _value:
 """
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import evidence_text  # noqa: E402
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import target_text  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import (  # noqa: E402
+    source_text,
+    target_text,
+)
 
 
 def _names(items, key=None, limit=None):
@@ -140,7 +143,7 @@ def canary_plan_lines(plan, limit=10):
     state = "resuming, phase %s" % plan.get("phase") if plan.get("resumed") else "new"
     lines = [
         "Canary upgrade to %s (from %s; %s mode, %s, record %s)"
-        % (target_text(plan.get("target")), target_text(plan.get("from")), plan.get("mode"), state, plan.get("record")),
+        % (target_text(plan.get("target")), source_text(plan.get("from")), plan.get("mode"), state, plan.get("record")),
         "Every node not in the current wave carries %s=true." % plan.get("skip_label"),
     ]
     lines.extend(

@@ -311,7 +311,8 @@ EXAMPLES = r"""
 RETURN = r"""
 plan:
   description:
-    - For every step but O(step=rollback) and O(step=status), the plan - C(target) and C(from) versions, C(mode)
+    - For every step but O(step=rollback) and O(step=status), the plan - C(target) and C(from) versions (C(from) also
+      holds C(running), the driver versions the GPU nodes run with their node counts), C(mode)
       (V(clusterpolicy) or V(nvidiadriver)), C(taint), C(skip_label), C(waves) (C(index), C(name), C(nodes),
       C(status), C(taint)), C(next_wave), C(unplanned), C(excluded), C(foreign_quarantine) (per GPU node someone
       else took out of service - C(node), C(owners), C(evidence) (C(kind) - V(taint), V(annotation), V(condition)

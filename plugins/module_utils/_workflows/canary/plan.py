@@ -13,7 +13,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import UPGRADE_SKIP_LABEL
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
+    UPGRADE_SKIP_LABEL,
+    gpu_labels,
+    is_gpu_node,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import markers
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.cuda import cuda_image_rules
@@ -52,13 +56,26 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.waves import plan_waves, select
 
 
-def target_and_source(driver_version, chart_version, cp):
-    """``(target, source)``: the versions asked for, and those the ClusterPolicy runs now."""
+def running_drivers(nodes):
+    """``{driver version: GPU node count}``: the drivers the GPU nodes run, as their GFD labels say (a node without
+    the label is left out: its driver is not known)."""
+    out = {}
+    for node in nodes:
+        version = gpu_labels(labels_of(node))["driver_version"] if is_gpu_node(node) else None
+        if version:
+            out[version] = out.get(version, 0) + 1
+    return out
+
+
+def target_and_source(driver_version, chart_version, cp, nodes=()):
+    """``(target, source)``: the versions asked for, and those the ClusterPolicy names now (what a rollback
+    restores) with the drivers the GPU nodes run (``running``; the ClusterPolicy's driver may run nowhere)."""
     spec = (cp or {}).get("spec") or {}
     chart = labels_of(cp).get("helm.sh/chart", "")
     source = {
         "driver_version": (spec.get("driver") or {}).get("version") or None,
         "chart_version": chart.rsplit("-", 1)[-1] if "-v" in chart else None,
+        "running": running_drivers(nodes),
     }
     target = {"driver_version": driver_version or None, "chart_version": chart_version or None}
     return target, source
@@ -127,7 +144,7 @@ def plan(
     cp = session.cluster_policy()
     if cp is None:
         raise PlanError("no ClusterPolicy in the cluster: install the GPU Operator first (gpu_operator_install role)")
-    target, source = target_and_source(driver_version, chart_version, cp)
+    target, source = target_and_source(driver_version, chart_version, cp, nodes)
     if not target["driver_version"] and not target["chart_version"]:
         raise PlanError("nothing to upgrade: set driver_version, chart_version or both")
     selection = (canary_nodes, canary_selector, exclude)

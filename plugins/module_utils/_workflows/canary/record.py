@@ -92,6 +92,26 @@ def target_text(target):
     return " and ".join(parts) or "no version"
 
 
+def source_text(source):
+    """Where an upgrade starts, as words: the drivers the GPU nodes run (``driver 550.127.05 on 20 node(s)``), the
+    ClusterPolicy's driver where no node runs it, and the chart."""
+    source = source or {}
+    running = source.get("running")
+    if running is None:  # a record written before the running drivers were kept
+        return target_text(source)
+    parts = (
+        ["driver %s" % ", ".join("%s on %d node(s)" % (v, n) for v, n in sorted(running.items(), key=lambda i: -i[1]))]
+        if running
+        else ["no driver version reported by the GPU nodes"]
+    )
+    named = source.get("driver_version")
+    if named and named not in running:
+        parts.append("the ClusterPolicy names driver %s" % named)
+    if source.get("chart_version"):
+        parts.append("chart %s" % source["chart_version"])
+    return "; ".join(parts)
+
+
 def next_wave(record):
     """Index of the first wave that is not proven, or None when all are."""
     for wave in record.get("waves") or []:

@@ -44,6 +44,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
     PHASE_ROLLING_BACK,
     UNFINISHED,
     WAVE_PENDING,
+    source_text,
     target_text,
     wave_nodes,
 )
@@ -230,7 +231,7 @@ def describe(record, cp, nfd_daemonsets, nodes, where, taint):
             "Canary upgrade to %s (from %s), record %s: phase %s (started %s, updated %s)."
             % (
                 target_text(rec.get("target")),
-                target_text(rec.get("from")),
+                source_text(rec.get("from")),
                 where,
                 rec.get("phase"),
                 rec.get("started"),

@@ -115,3 +115,25 @@ def test_a_long_node_list_names_the_first_and_counts_the_rest():
     out = lines(dict(PLAN, waves=waves, unplanned=["u-%d" % i for i in range(12)]))
     assert any(line.endswith("upgrade: " + ", ".join("n-%d" % i for i in range(10)) + " and 15 more") for line in out)
     assert "Not planned (keep the skip label): " + ", ".join("u-%d" % i for i in range(10)) + " and 2 more" in out
+
+
+def test_the_source_names_the_drivers_the_nodes_run_and_a_cluster_policy_driver_that_runs_nowhere():
+    plan = dict(
+        PLAN,
+        **{
+            "from": {
+                "driver_version": "595.91.07",
+                "chart_version": "v26.3.3",
+                "running": {"550.127.05": 5, "570.1": 1},
+            }
+        },
+    )
+    assert lines(plan)[0].startswith(
+        "Canary upgrade to driver 570.124.06 (from driver 550.127.05 on 5 node(s), 570.1 on 1 node(s); "
+        "the ClusterPolicy names driver 595.91.07; chart v26.3.3; driver mode"
+    )
+
+
+def test_a_source_whose_nodes_report_no_driver_says_so_instead_of_naming_one():
+    plan = dict(PLAN, **{"from": {"driver_version": "580.1", "chart_version": None, "running": {}}})
+    assert "(from no driver version reported by the GPU nodes; the ClusterPolicy names driver 580.1; " in lines(plan)[0]

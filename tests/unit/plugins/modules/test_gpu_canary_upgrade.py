@@ -124,7 +124,7 @@ def test_check_mode_plans_the_waves_and_the_gate_and_only_reads(monkeypatch):
         ("wave-2", ["g2"], "pending"),
     ]
     assert plan["target"] == {"driver_version": "610.1", "chart_version": None}
-    assert plan["from"] == {"driver_version": "580.1", "chart_version": "v26.7.0"}
+    assert plan["from"] == {"driver_version": "580.1", "chart_version": "v26.7.0", "running": {"580.1": 3}}
     assert plan["resumed"] is False and plan["gate"]["passed"] is True and plan["nodes"] == 3
     assert res["record"]["phase"] == "in-progress"
     assert server.writes() == [] and res["api_requests"] == len(server.calls)
