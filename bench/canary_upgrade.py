@@ -1,6 +1,7 @@
 """Benchmark: a canary upgrade of 100 GPU nodes in waves vs the simulator's floor, and the abort latency.
 
-* floor: the simulated operator's upgrade controller alone moving every GPU node to a new driver at once
+* floor: the bed's upgrade controller (NVIDIA's k8s-operator-libs pkg/upgrade, tests/sim/upgrade-controller) alone
+  moving every GPU node to a new driver at once
   (ClusterPolicy ``spec.driver.version`` patched, ``maxParallelUpgrades: 0``, ``maxUnavailable: 100%``, no skip
   labels) until every node is ``upgrade-done`` on it. No canary procedure can beat it.
 * floor in waves: the same controller alone upgrading the canary's waves one after another - every GPU node held

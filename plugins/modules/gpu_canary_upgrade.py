@@ -22,10 +22,9 @@ description:
     the CUDA versions of running workloads, and a change the operator would never make - a driver version where the
     driver is preinstalled or disabled, a toolkit, device plugin or MIG setting in O(chart_values) where that operand is
     disabled). Read-only.
-  - O(step=prepare) saves the record (with what it is about to change, as it was), makes every operand
-    (ClusterPolicy C(spec.daemonsets.tolerations)) and the NFD worker tolerate the canary taint, sets the skip label
-    on every node not yet proven and only then points the ClusterPolicy (or every NVIDIADriver in CRD mode) at
-    O(driver_version) with O(upgrade_policy). It refuses to run when the gate fails, before any write.
+  - O(step=prepare) saves the record (what it is about to change, as it was), skip-labels every node not yet proven,
+    makes the operands (ClusterPolicy C(spec.daemonsets.tolerations)) and the NFD worker tolerate the canary taint, then
+    points the ClusterPolicy (or every NVIDIADriver) at O(driver_version) with O(upgrade_policy). The gate must pass.
   - O(step=wave) taints the wave's nodes, waits for or evicts their GPU pods (Eviction API, so
     PodDisruptionBudgets hold; pods matching O(wait_for_completion_selector) are waited for), removes their skip
     label, waits for C(upgrade-done) on the target driver, then proves each node (driver label, allocatable equals
@@ -372,8 +371,9 @@ status:
     - For O(step=status) - C(record), C(phase) (null without a record), C(unfinished), C(target), C(from),
       C(started), C(updated), C(reason) (the last failure), C(waves) (C(index), C(name), C(status), C(reason),
       C(nodes)), C(nodes) (per planned node C(upgrade_state), C(driver_version), C(skip), C(tainted), C(cordoned),
-      C(failure)), C(foreign_quarantine) (per node the record left out because someone else quarantined it, its
-      state as in C(nodes) and its C(evidence) now), C(leftovers) (what a canary upgrade left on the cluster),
+      C(failure)), C(upgrades) (per node whose driver upgrade is not done C(node), C(state), C(since), C(seconds),
+      C(cause), C(fix), C(stalled)), C(foreign_quarantine) (per node the record left out because someone else
+      quarantined it, its state as in C(nodes) and its C(evidence) now), C(leftovers) (what a canary upgrade left),
       C(kept) (the tolerations a finished upgrade keeps), C(next) (what to run) and C(lines).
     - C(policy_status) reads the ClusterPolicy's state for the release that runs (C(release), C(upgrading), C(meaning)
       V(ready), V(not-ready), V(upgrading) or V(not-proven), C(text)); the canary never takes it as proof.

@@ -334,6 +334,21 @@ operator:
   type: dict
   sample: {namespace: nvidia-gpu-operator, namespace_source: cluster_policy, cluster_policy: gpu-cluster-policy,
            nvidia_drivers: [], problems: []}
+driver_upgrades:
+  description:
+    - One entry per GPU node whose driver upgrade (NVIDIA's upgrade controller, label
+      C(nvidia.com/gpu-driver-upgrade-state)) is not done - empty when every node is done or unmanaged.
+    - C(node), C(state), C(since) (from the controller's own Event for that state, else its start-time annotations,
+      else the last write of the state label; null when unknown), C(seconds) in that state, C(cause) (what the cluster
+      shows, such as the skip label, C(maxUnavailable) used up by cordoned or NotReady nodes, a PodDisruptionBudget
+      refusing an eviction, a pod stuck terminating, jobs waited for, a validator or driver pod not ready), C(fix) (a
+      command, or null) and C(stalled) (the cause holds the node; false while the controller works on it).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{node: h100-3, state: drain-required, since: "2026-12-06T07:52:10Z", seconds: 41, stalled: true,
+            cause: "the eviction of pod default/web-0 is refused: PodDisruptionBudget default/web allows 0 disruptions",
+            fix: "kubectl -n default delete pod web-0"}]
 api_requests:
   description: HTTP requests made to the API server, retries and every LIST page included.
   returned: always
@@ -341,6 +356,7 @@ api_requests:
   sample: 5
 """
 
+import time
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_read import read_lists, view_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import NODE_DETAIL
@@ -352,6 +368,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args imp
     QUARANTINE_ARG_SPEC,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.upgrade_stalls import read_stalls
 
 
 def argspec():
@@ -378,10 +395,12 @@ def gather(
     quarantine_markers=(),
     cluster_policy=None,
 ):
-    """All LISTs the view needs, then the view itself. ``client`` is a ``_clients.k8s.K8sClient``; the operator's
-    names are discovered unless given."""
+    """All LISTs the view needs, then the view itself, and why each driver upgrade that is not done stalls (three
+    more LISTs, only while one is not done). ``client`` is a ``_clients.k8s.K8sClient``; the operator's names are
+    discovered unless given."""
     lists = read_lists(client, label_selector, operator_namespace, page_size, dra_driver, cluster_policy)
     result = view_of(lists, label_selector, node_detail, quarantine_markers)
+    result["driver_upgrades"] = read_stalls(client, lists["nodes"], lists["names"].policy, page_size, time.time())
     result["api_requests"] = client.requests
     return result
 

@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 from tests.integration import helpers
+from tests.sim import testbed as tb
 from tests.sim.operator import logic as L
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -25,31 +26,38 @@ def wait_for(pred, timeout=30.0, interval=0.2, what="condition"):
 
 @contextlib.contextmanager
 def simulated_operator(state, kubeconfig, work, start_timeout=30):
-    """The simulated GPU Operator on a test bed (``state``: its loaded tests.sim.testbed.State).
+    """The simulated GPU Operator and the bed's driver-upgrade controller on a test bed (``state``: its loaded
+    tests.sim.testbed.State).
 
     Yields the directory the operator writes its state to (``dcgm-exporter.url``, ...): the bed's own when the bed
-    already runs one, else ``work``, where one is started against ``kubeconfig`` and stopped when the block ends.
+    already runs both, else ``work``, where the missing ones are started against ``kubeconfig`` and stopped when the
+    block ends.
     """
-    if any(n == "gpu-operator-sim" and ok for n, _c, ok in state.check()):
-        yield Path(state.dir)
-        return
-    with open(work / "gpu-operator-sim.log", "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.sim.operator", "--kubeconfig", kubeconfig, "--state-dir", str(work)],
-            cwd=REPO_ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    running = {n for n, _c, ok in state.check() if ok}
+    procs = []
     try:
+        if "upgrade-controller" not in running:
+            procs.append(_start(tb.upgrade_controller_argv(tb.binary("upgrade-controller"), kubeconfig), work))
+        if "gpu-operator-sim" in running:
+            yield Path(state.dir)
+            return
+        argv = [sys.executable, "-m", "tests.sim.operator", "--kubeconfig", kubeconfig, "--state-dir", str(work)]
+        procs.append(_start(argv, work))
         wait_for((work / "dcgm-exporter.url").exists, start_timeout, what="simulated operator start")
         yield work
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        for proc in procs:
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def _start(argv, work):
+    name = Path(argv[0]).name if argv[0] != sys.executable else "gpu-operator-sim"
+    with open(work / f"{name}.log", "ab") as log:
+        return subprocess.Popen(argv, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 class Op:

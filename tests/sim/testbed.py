@@ -42,7 +42,16 @@ SA_NAMESPACE = "gpuops-system"
 SA_NAME = "gpuops-automation"  # the installer identity of docs/rbac.yml (cluster-admin-equivalent, documented)
 DAY2_SA_NAME = "gpuops-day2"  # the day-2 identity: validate, triage, audit, canary status, smoke
 SA_TOKEN_SECONDS = 5 * 365 * 24 * 3600
-BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "helm", "helm3")
+BINARIES = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+    "helm",
+    "helm3",
+    "upgrade-controller",
+)
 # Start order; down stops in reverse.
 COMPONENTS = (
     "etcd",
@@ -52,6 +61,7 @@ COMPONENTS = (
     "kwok",
     "chart-repo",
     "gpu-operator-sim",
+    "upgrade-controller",
 )
 
 
@@ -121,6 +131,11 @@ def cmdline(pid: int) -> list[str]:
 def owned(pid: int, marker: str) -> bool:
     """True when pid is alive and its command line still carries the marker we started it with."""
     return pid_alive(pid) and any(marker in a for a in cmdline(pid))
+
+
+def upgrade_controller_argv(path: str, kubeconfig: Path | str) -> list[str]:
+    """The bed's driver-upgrade controller against ``kubeconfig`` (a reconcile pass every half second)."""
+    return [path, "--kubeconfig", str(kubeconfig), "--interval", "500ms"]
 
 
 def _kubeconfig(path: Path, server: str, ca: str, user: dict, name: str) -> None:
@@ -766,9 +781,18 @@ def _up(state: State, prof: profiles.Profile, bins: dict, port: int | None, time
             [sys.executable, "-m", "tests.sim.operator", "--kubeconfig", str(kubeconfig), "--state-dir", str(d)],
             marker="tests.sim.operator",
         )
+        # the driver upgrade states: NVIDIA's state machine (tests/sim/upgrade-controller)
+        log("driver upgrade controller")
+        _spawn(
+            state,
+            "upgrade-controller",
+            upgrade_controller_argv(bins["upgrade-controller"], kubeconfig),
+            marker=bins["upgrade-controller"],
+        )
         time.sleep(1)
-        if not pid_alive(state.components["gpu-operator-sim"]["pid"]):
-            raise TestbedError(f"gpu-operator-sim exited at start; see {state.components['gpu-operator-sim']['log']}")
+        for name in ("gpu-operator-sim", "upgrade-controller"):
+            if not pid_alive(state.components[name]["pid"]):
+                raise TestbedError(f"{name} exited at start; see {state.components[name]['log']}")
     _wait(
         "chart repository index.yaml",
         state,

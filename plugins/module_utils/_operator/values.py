@@ -252,7 +252,8 @@ def toleration_for(taint):
     return tol
 
 
-def _tolerated(tolerations, taint):
+def tolerated(tolerations, taint):
+    """True when one of ``tolerations`` tolerates ``taint`` (key, value and effect, as the scheduler matches them)."""
     for tol in tolerations or []:
         if not isinstance(tol, dict):
             continue
@@ -271,7 +272,7 @@ def with_tolerations(defaults, taints):
     """``defaults`` (a chart's toleration list) plus one toleration per taint it does not already tolerate."""
     out = list(copy.deepcopy(defaults or []))
     for taint in taints:
-        if not _tolerated(out, taint):
+        if not tolerated(out, taint):
             out.append(toleration_for(taint))
     return out
 

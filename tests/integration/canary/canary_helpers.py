@@ -118,13 +118,17 @@ class CanaryBed:
 
     @contextmanager
     def operator_stopped(self):
-        """The simulated GPU Operator paused (SIGSTOP), as if its upgrade controller did not run; resumed after."""
-        pid = tb.State(self.t.state_dir).load().components["gpu-operator-sim"]["pid"]
-        os.kill(pid, signal.SIGSTOP)
+        """The simulated GPU Operator and its upgrade controller paused (SIGSTOP), as if the operator did not run;
+        resumed after."""
+        comps = tb.State(self.t.state_dir).load().components
+        pids = [comps[name]["pid"] for name in ("upgrade-controller", "gpu-operator-sim")]
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
         try:
             yield
         finally:
-            os.kill(pid, signal.SIGCONT)
+            for pid in pids:
+                os.kill(pid, signal.SIGCONT)
 
     def start_playbook(self, **extra):
         log = open(self.work / "interrupted.log", "w")  # noqa: SIM115 (handed to the child process)

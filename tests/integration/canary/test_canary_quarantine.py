@@ -8,7 +8,7 @@ maxUnavailable and is reported apart from failures. foreign_quarantine=fail refu
 
 from __future__ import annotations
 
-from canary_helpers import SKIP, STATE, wait_for
+from canary_helpers import NS, SKIP, STATE, wait_for
 
 from tests.sim import remediation
 
@@ -23,12 +23,41 @@ def _condition(cb, name, kind):
     return None
 
 
+def _driver_pod(cb, node):
+    pods = cb.core.list_namespaced_pod(NS, label_selector="app.kubernetes.io/component=nvidia-driver").items
+    return next((p for p in pods if p.spec.node_name == node and not p.metadata.deletion_timestamp), None)
+
+
+def test_a_quarantine_taint_the_driver_does_not_tolerate_stops_the_gate_naming_the_pod_and_its_fix(clean):
+    remediation.quarantine(clean.core, HELD)
+    try:
+        # the driver DaemonSet does not want the node (NVSentinel's taint is not tolerated) but its pod stays: once
+        # the preparation changes the pod template the DaemonSet counts 19 against 20 pods, and NVIDIA's upgrade
+        # controller builds no upgrade state, so no node of the cluster would move
+        pod = _driver_pod(clean, HELD).metadata.name
+        mark = clean.t.audit_mark()
+        r = clean.playbook(gpu_canary_upgrade_driver_version=TARGET)
+        assert r.returncode != 0 and "Canary upgrade gate failed" in r.output, r.output[-3000:]
+        assert "node %s (taint nvidia.com/gpu-xid-error=true:NoSchedule not tolerated), which it does not" % HELD in (
+            r.output
+        )
+        assert "it wants 19 pod(s) but owns 20, and NVIDIA's upgrade controller builds no upgrade state" in r.output
+        assert "kubectl -n %s delete pod %s" % (NS, pod) in r.output
+        assert clean.t.audit_writes(mark) == [] and clean.record() is None
+    finally:
+        remediation.release(clean.core, HELD)
+
+
 def test_a_node_a_remediation_system_quarantined_is_left_out_untouched_and_reported_apart(clean):
     remediation.quarantine(clean.core, HELD)
     try:
         # the node lifecycle controller taints a cordoned node too: that is the state to keep
         cordon_taint = ("node.kubernetes.io/unschedulable", None, "NoSchedule")
         wait_for(lambda: cordon_taint in clean.snapshot()[HELD]["taints"], 30, what="the cordon's taint")
+        # the fix the gate names (previous spec): the driver pod on the quarantined node goes, and its DaemonSet,
+        # which no longer wants the node, does not bring it back
+        clean.core.delete_namespaced_pod(_driver_pod(clean, HELD).metadata.name, NS)
+        wait_for(lambda: _driver_pod(clean, HELD) is None, 60, what="no driver pod on %s" % HELD)
         before = clean.snapshot()
         r = clean.playbook(gpu_canary_upgrade_driver_version=TARGET, gpu_canary_upgrade_waves=["100%"])
         assert r.returncode == 0, r.output[-4000:]
@@ -46,8 +75,8 @@ def test_a_node_a_remediation_system_quarantined_is_left_out_untouched_and_repor
         for key in (remediation.EVENT_ANNOTATION, remediation.CORDONED_ANNOTATION):
             assert held["annotations"][key] == was["annotations"][key], key
         assert _condition(clean, HELD, remediation.CONDITION) == "True"
-        assert held["driver"] == was["driver"] != TARGET and clean.driver_pod_version(HELD) == was["driver"]
-        assert held["labels"][SKIP] == "true" and held["labels"][STATE] == "upgrade-required"
+        assert held["driver"] == was["driver"] != TARGET and clean.driver_pod_version(HELD) is None
+        assert held["labels"][SKIP] == "true" and held["labels"].get(STATE) == was["labels"].get(STATE)
         rec = clean.record()
         assert rec["phase"] == "done" and rec["quarantined"] == [HELD]
         assert HELD not in [n for w in rec["waves"] for n in w["nodes"]]
@@ -59,10 +88,12 @@ def test_a_node_a_remediation_system_quarantined_is_left_out_untouched_and_repor
         assert "taint nvidia.com/gpu-xid-error=true:NoSchedule [NVSentinel]" in out
         assert "condition SysLogsXIDError=True (SysLogsXIDErrorIsNotHealthy) [NVSentinel]" in out
         assert "Gate: passed" in out
-        assert "Left out, quarantined by someone else" in out and "  %s: upgrade-required" % HELD in out
+        assert "Left out, quarantined by someone else" in out and "  %s: %s" % (HELD, was["labels"].get(STATE)) in out
         assert "Nothing of a canary upgrade is left on the cluster." in out
     finally:
         remediation.release(clean.core, HELD)
+        # released, the DaemonSet wants the node again: its driver pod comes back before the next spec
+        wait_for(lambda: _driver_pod(clean, HELD) is not None, 60, what="the driver pod back on %s" % HELD)
 
 
 def test_foreign_quarantine_fail_refuses_a_plain_foreign_cordon_with_its_evidence_before_any_write(clean):

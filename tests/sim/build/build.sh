@@ -89,6 +89,21 @@ GO
   rmdir "$out"
 }
 
+# build_upgrade_controller: the bed's driver-upgrade controller (tests/sim/upgrade-controller, our own main over
+# NVIDIA's k8s-operator-libs pkg/upgrade at the version its go.mod pins). Keyed by that version and a hash of our
+# sources, so an edit rebuilds it.
+build_upgrade_controller() {
+  local src="$here/../upgrade-controller" v
+  if given upgrade-controller; then return; fi
+  v=$(awk '$1 == "github.com/NVIDIA/k8s-operator-libs" {print $2; exit}' "$src/go.mod")
+  v="$v-$(cat "$src/go.mod" "$src/go.sum" "$src"/*.go | sha256sum | cut -c1-12)"
+  if have upgrade-controller "$v"; then link upgrade-controller "$v"; return; fi
+  log "upgrade-controller $v"
+  (cd "$src" && progress "upgrade-controller: go build" go build -trimpath -ldflags "-s -w" \
+    -o "$(key upgrade-controller "$v").tmp" .)
+  mv "$(key upgrade-controller "$v").tmp" "$(key upgrade-controller "$v")"; link upgrade-controller "$v"
+}
+
 # build_simple NAME VERSION MODULE PACKAGE [LDFLAGS]: a wrapper module requiring MODULE@VERSION.
 build_simple() {
   local name=$1 v=$2 mod=$3 pkg=$4 ld=${5:-}
@@ -106,7 +121,7 @@ build_simple() {
   mv "$(key "$name" "$v").tmp" "$(key "$name" "$v")"; link "$name" "$v"
 }
 
-want=${*:-etcd kwok helm4 helm3 k8s}
+want=${*:-etcd kwok helm4 helm3 k8s upgrade-controller}
 for c in $want; do
   case $c in
     etcd) build_simple etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 ;;
@@ -117,7 +132,8 @@ for c in $want; do
     helm3) build_simple helm3 "$HELM3_VERSION" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm \
             "-X helm.sh/helm/v3/internal/version.version=$HELM3_VERSION -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=36" ;;
     k8s) build_k8s ;;
-    *) echo "unknown component '$c' (choose from: etcd kwok helm4 helm3 k8s)" >&2; exit 2 ;;
+    upgrade-controller) build_upgrade_controller ;;
+    *) echo "unknown component '$c' (choose from: etcd kwok helm4 helm3 k8s upgrade-controller)" >&2; exit 2 ;;
   esac
 done
 log "binaries ready in $bindir"

@@ -55,6 +55,7 @@ class Controller:
         self.stop = threading.Event()
         self.stuck_logged: set = set()
         self.pod_faulted: dict[str, str] = {}  # pod key → fault applied
+        self.driver_pods: dict[str, str] = {}  # node → uid of the driver pod last seen there
         self.events_sent: set = set()
         self.recorder = EventRecorder(self.core)
         self.mig_pending_since: dict[str, float] = {}
@@ -188,8 +189,8 @@ class Controller:
 
         self._each(gpu_one, gpu_nodes)
 
-        # upgrades
-        self._upgrades(cp, spec, gpu_nodes, pods_by_node, nvds if use_nvd else None, owners)
+        # driver restarts (the upgrade controller's deletions): what the new driver pod does on its node
+        self._driver_restarts(cp, gpu_nodes, pods_by_node)
 
         # status
         ds_status = {}
@@ -283,6 +284,8 @@ class Controller:
         kernel = L.labels(node).get("feature.node.kubernetes.io/kernel-version.full", "")
         plan = {}
         drv = [x for x in f if x in L.DRIVER_FAULTS]
+        if "upgrade-failed" in f and L.labels(node).get(L.UPGRADE_STATE) in L.RESTARTED_STATES:
+            drv.append("upgrade-failed")  # the driver the upgrade restarts fails to load
         if drv:
             plan["driver"] = ("crash", drv[0])
         if "validator-failing" in f:
@@ -325,11 +328,7 @@ class Controller:
         for c in containers:
             st = {"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": False, "started": False}
             if mode == "crash":
-                msg = (
-                    "validation failed"
-                    if fault == "validator-failing"
-                    else L.DRIVER_FAULTS[fault][1].format(kernel=kernel)
-                )
+                msg = "validation failed" if fault == "validator-failing" else L.CRASHES[fault][1].format(kernel=kernel)
                 if fault == "validator-failing":
                     msg = (
                         "driver-validation: failed to validate the driver, exit status 1: "
@@ -337,7 +336,8 @@ class Controller:
                     )
                 st.update(
                     {
-                        "restartCount": 5,
+                        # more than 10: NVIDIA's upgrade controller fails an upgrade on "repeated restarts"
+                        "restartCount": 11,
                         "state": {
                             "waiting": {
                                 "reason": "CrashLoopBackOff",
@@ -379,7 +379,7 @@ class Controller:
             log.warning("fault %s on pod %s: %s", fault, md["name"], exc.reason)
             return
         if mode == "crash":
-            last = L.DRIVER_FAULTS[fault][0] if fault in L.DRIVER_FAULTS else "validation failed"
+            last = L.CRASHES[fault][0] if fault in L.CRASHES else "validation failed"
             self._event(
                 pod,
                 "Pod",
@@ -467,77 +467,28 @@ class Controller:
         else:
             self._patch_node(node, {"metadata": {"labels": {"nvidia.com/mig.config.state": "failed"}}})
 
-    # ------------------------------------------------------------------------------------------ upgrades
-    def _upgrades(self, cp, spec, gpu_nodes, pods_by_node, nvds, owners) -> None:
-        groups: dict = {}
-        cp_policy = ((spec.get("driver") or {}).get("upgradePolicy")) or {}
-        if not L.spec_enabled(spec, "driver"):
-            return
-        for node in gpu_nodes:
-            if L.labels(node).get(L.DEPLOY + "driver") != "true":
-                continue
-            if nvds is None:
-                gkey, version, policy = "cluster-policy", (spec.get("driver") or {}).get("version", ""), cp_policy
-            else:
-                owner = owners.get(L.name(node))
-                cr = next((d for d in nvds if L.name(d) == owner), None)
-                if cr is None:
-                    continue
-                gkey = owner
-                version = (cr.get("spec") or {}).get("version", "")
-                policy = (cr.get("spec") or {}).get("upgradePolicy") or cp_policy
-            groups.setdefault(gkey, (policy, []))[1].append((node, version))
+    # ------------------------------------------------------------------------------------------ driver restarts
+    # The upgrade states are not decided here: the bed's upgrade controller (tests/sim/upgrade-controller, NVIDIA's
+    # pkg/upgrade) moves them and deletes the driver pods; the DaemonSet controller brings the new pod, kwok runs it.
+    def _driver_restarts(self, cp, gpu_nodes, pods_by_node) -> None:
+        """26.7.0 and later: a driver pod that starts where another ran before evicts the pods of GPU-client
+        DaemonSets (those selecting nvidia.com/gpu.deploy.client) that started before it, which come back after."""
         in_place = L.restarts_in_place(cp)
-        templates = {L.name(d): (d.get("spec") or {}).get("template") or {} for d in self.dss.snapshot()}
-        for policy, members in groups.values():
-            infos = []
-            for node, version in members:
-                n = L.name(node)
-                ops = pods_by_node.get(n, {})
-                drv = ops.get("driver")
-                stale, restart_only = self._driver_sync(drv, templates) if in_place else (False, False)
-                lab, ann = L.labels(node), L.annotations(node)
-                wfc_sel = ((policy.get("waitForCompletion") or {}).get("podSelector")) or ""
-                wait = [
-                    p
-                    for p in ops.get("_all", [])
-                    if wfc_sel
-                    and match_selector(p, wfc_sel)
-                    and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-                ]
-                if drv is None:
-                    dstate = None
-                elif L.image_version(drv["image"]) != version or stale:
-                    dstate = "old"
-                else:
-                    dstate = "new-ready" if drv["ready"] else "new"
-                val = ops.get("validator")
-                ws = ann.get(L.WAIT_START)
-                infos.append(
-                    {
-                        "name": n,
-                        "state": lab.get(L.UPGRADE_STATE, ""),
-                        "skip": lab.get(L.UPGRADE_SKIP) == "true",
-                        "unschedulable": bool((node.get("spec") or {}).get("unschedulable")),
-                        "ready": L.node_ready(node),
-                        "requested": ann.get(L.UPGRADE_REQUESTED) == "true",
-                        "up_to_date": dstate != "old",
-                        "driver_pod": dstate,
-                        "gpu_pods": len(ops.get("_gpu", [])),
-                        "wait_pods": len(wait),
-                        "validator_ready": bool(val and val["ready"]),
-                        "faults": L.faults(node),
-                        "wait_start": float(ws) if ws else None,
-                        "initial_unschedulable": ann.get(L.INITIAL_UNSCHED) == "true",
-                        "initial_recorded": ann.get(L.INITIAL_UNSCHED),
-                        "restart_only": restart_only,
-                    }
-                )
-            actions = L.upgrade_step(infos, policy, time.time())
-            for nname, act in actions.items():
-                if in_place and act.get("delete_driver_pod"):
-                    act["evict_clients"] = True
-                self._apply_upgrade_action(nname, act, pods_by_node.get(nname, {}))
+        for node in gpu_nodes:
+            nname = L.name(node)
+            ops = pods_by_node.get(nname, {})
+            drv = (ops.get("driver") or {}).get("pod")
+            if drv is None or drv["metadata"].get("deletionTimestamp"):
+                continue
+            uid, before = drv["metadata"]["uid"], self.driver_pods.get(nname)
+            self.driver_pods[nname] = uid
+            if not in_place or before in (None, uid):
+                continue
+            started = drv["metadata"].get("creationTimestamp") or ""
+            for p in ops.get("_all", []):
+                md = p["metadata"]
+                if L.gpu_client(p) and not md.get("deletionTimestamp") and md.get("creationTimestamp", "") < started:
+                    self._delete_pod(p, "GPU client pod")
 
     def _delete_pod(self, pod: dict, what: str) -> None:
         md = pod["metadata"]
@@ -546,74 +497,6 @@ class Controller:
         except ApiException as exc:
             if exc.status != 404:
                 log.warning("delete %s %s: %s", what, md["name"], exc.reason)
-
-    @staticmethod
-    def _driver_sync(drv, templates) -> tuple[bool, bool]:
-        """(out of date by its template, restart only) of a driver pod on 26.7.0+: a pod carrying a digest whose
-        template hash is not its DaemonSet's is out of date; equal digests restart it in place."""
-        if drv is None:
-            return False, False
-        pod = drv["pod"]
-        owner = next(
-            (r["name"] for r in pod["metadata"].get("ownerReferences") or [] if r.get("kind") == "DaemonSet"), ""
-        )
-        tmpl = templates.get(owner) or {}
-        running, desired = L.digest_of(pod.get("spec") or {}), L.digest_of(tmpl.get("spec") or {})
-        want = L.annotations(tmpl).get(L.DRIVER_TEMPLATE_HASH)
-        stale = bool(running) and bool(want) and L.annotations(pod).get(L.DRIVER_TEMPLATE_HASH) != want
-        return stale, bool(running) and running == desired
-
-    def _apply_upgrade_action(self, nname: str, act: dict, ops: dict) -> None:
-        node = self.nodes.get(nname)
-        if node is None:
-            return
-        meta: dict = {}
-        spec: dict = {}
-        if "state" in act:
-            meta.setdefault("labels", {})[L.UPGRADE_STATE] = act["state"]
-        if "set_initial_unschedulable" in act:
-            meta.setdefault("annotations", {})[L.INITIAL_UNSCHED] = (
-                "true" if act["set_initial_unschedulable"] else "false"
-            )
-        if "wait_start" in act:
-            meta.setdefault("annotations", {})[L.WAIT_START] = (
-                str(int(act["wait_start"])) if act["wait_start"] else None
-            )
-        if act.get("state") in ("upgrade-required", "upgrade-done") and L.annotations(node).get(L.UPGRADE_REQUESTED):
-            meta.setdefault("annotations", {})[L.UPGRADE_REQUESTED] = None
-        if act.get("state") == "upgrade-done":
-            meta.setdefault("annotations", {})[L.INITIAL_UNSCHED] = None
-        if act.get("cordon"):
-            spec["unschedulable"] = True
-        if act.get("uncordon"):
-            spec["unschedulable"] = None
-        if act.get("delete_gpu_pods"):
-            for p in ops.get("_gpu", []):
-                self._delete_pod(p, "GPU pod")
-        if act.get("evict_clients"):
-            # 26.7.0+: the pods of GPU-client DaemonSets (nvidia.com/gpu.deploy.client) go with the driver restart
-            for p in ops.get("_all", []):
-                if L.gpu_client(p) and not p["metadata"].get("deletionTimestamp"):
-                    self._delete_pod(p, "GPU client pod")
-        driver = (ops.get("driver") or {}).get("pod")
-        if act.get("delete_driver_pod") and driver and not driver["metadata"].get("deletionTimestamp"):
-            self._delete_pod(driver, "driver pod")
-        body = {}
-        if meta:
-            body["metadata"] = meta
-        if spec:
-            body["spec"] = spec
-        if body:
-            self._patch_node(node, body)
-        if act.get("state"):
-            self._event(
-                node,
-                "Node",
-                "",
-                "GPUDriverUpgrade",
-                f"Successfully updated node state label to [{act['state']}]",
-                "Normal",
-            )
 
     # ------------------------------------------------------------------------------------------ NVIDIADriver
     def _driver_owners(self, gpu_nodes, nvds) -> tuple[dict, set]:
@@ -881,25 +764,6 @@ def requests_gpu(pod: dict) -> bool:
     return False
 
 
-def match_selector(pod: dict, selector: str) -> bool:
-    lab = L.labels(pod)
-    for term in [t.strip() for t in selector.split(",") if t.strip()]:
-        if "!=" in term:
-            k, v = term.split("!=", 1)
-            if lab.get(k.strip()) == v.strip():
-                return False
-        elif "=" in term:
-            k, v = term.replace("==", "=").split("=", 1)
-            if lab.get(k.strip()) != v.strip():
-                return False
-        elif term.startswith("!"):
-            if term[1:] in lab:
-                return False
-        elif term not in lab:
-            return False
-    return True
-
-
 def _image(spec: dict, key: str, default_repo: str, default_image: str, default_version: str, suffix="") -> str:
     c = spec.get(key) or {}
     return (
@@ -953,7 +817,6 @@ def desired_daemonsets(cp: dict, spec: dict, ns: str, os_tags: list[str], nvds: 
             first = tmpl["spec"]["containers"][0]
             first["env"] = [{"name": L.DIGEST_ENV, "value": L.driver_digest(image, driver)}]
             pod_labels["helm.sh/chart"] = L.labels(cp).get("helm.sh/chart", "")
-            tmpl["metadata"]["annotations"][L.DRIVER_TEMPLATE_HASH] = L.short_hash([first, pod_labels])
         body = {
             "apiVersion": "apps/v1",
             "kind": "DaemonSet",
@@ -975,6 +838,9 @@ def desired_daemonsets(cp: dict, spec: dict, ns: str, os_tags: list[str], nvds: 
                 "updateStrategy": strategy or rolling,
             },
         }
+        if driver is not None:
+            # the upgrade controller finds the driver DaemonSets (and their pods) by these labels
+            body["metadata"]["labels"].update(extra_pod_labels or {})
         h = hashlib.sha256(json.dumps([tmpl, body["spec"]["updateStrategy"]], sort_keys=True).encode()).hexdigest()
         body["metadata"]["annotations"][HASH] = h[:16]
         out.append(body)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import math
 import re
 import uuid
 
@@ -32,7 +31,6 @@ FAULTS = (
     "xid79",
     "validator-failing",
     "node-not-ready",
-    "upgrade-stuck-wait-for-jobs",
     "upgrade-failed",
     "mig-failed",
     # GPUCluster mode (dra_devices.NODE_FAULTS; dra-deviceclass-missing goes on the GPUCluster instead)
@@ -61,6 +59,13 @@ DRIVER_FAULTS = {
         "Key was rejected by service",
     ),
 }
+# the driver an upgrade restarts fails to load (fault upgrade-failed, from pod-restart-required on)
+UPGRADE_FAILED_CRASH = (
+    "ERROR: Unable to load the kernel module 'nvidia.ko'.",
+    "modprobe: ERROR: could not insert 'nvidia': Invalid argument\nERROR: Unable to load the kernel module "
+    "'nvidia.ko'.",
+)
+CRASHES = {**DRIVER_FAULTS, "upgrade-failed": UPGRADE_FAILED_CRASH}
 NO_RUNTIME_MSG = (
     'Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: '
     'no runtime for "nvidia" is configured'
@@ -74,16 +79,10 @@ GPU_NODE_LABELS = (
 DEPLOY = "nvidia.com/gpu.deploy."
 UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
 UPGRADE_SKIP = "nvidia.com/gpu-driver-upgrade.skip"
-UPGRADE_REQUESTED = "nvidia.com/gpu-driver-upgrade-requested"
-INITIAL_UNSCHED = "nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable"
-WAIT_START = "nvidia.com/gpu-driver-upgrade-wait-for-pod-completion-start-time"
-VALIDATION_START = "nvidia.com/gpu-driver-upgrade-validation-start-time"
 DRIVER_OWNER = "nvidia.com/gpu-operator.driver.owner"
 # 26.7.0 and later: the driver config digest on the driver pod template, and the label third-party GPU clients select
 DIGEST_ENV = "DRIVER_CONFIG_DIGEST"
 CLIENT_LABEL = DEPLOY + "client"
-# the driver template's own hash (what the DaemonSet controller's revision hash tells: a pod out of date)
-DRIVER_TEMPLATE_HASH = SIM + "driver-template"
 
 UPGRADE_STATES = (
     "upgrade-required",
@@ -98,6 +97,8 @@ UPGRADE_STATES = (
     "upgrade-failed",
 )
 IN_PROGRESS = frozenset(UPGRADE_STATES[1:8])
+# where the upgrade controller has restarted (or is restarting) the node's driver pod
+RESTARTED_STATES = ("pod-restart-required", "upgrade-failed")
 
 # operand key → (DaemonSet name, deploy label component, ClusterPolicy spec key or None = always)
 OPERANDS = (
@@ -266,18 +267,6 @@ def os_tag(node: dict) -> str:
     if os_id in ("rhel", "rocky"):
         ver = ver.split(".")[0]
     return f"{os_id}{ver}"
-
-
-def resolve_max_unavailable(value, total: int) -> int:
-    """IntOrString, percent rounded up (reference §6); at least 1 when total > 0."""
-    if value is None or value == "":
-        value = "25%"
-    if isinstance(value, str) and value.strip().endswith("%"):
-        pct = float(value.strip()[:-1] or 0)
-        n = math.ceil(total * pct / 100.0)
-    else:
-        n = int(value)
-    return n
 
 
 # ---------------------------------------------------------------------------------------------- MIG
@@ -531,15 +520,6 @@ def driver_digest(image: str, drv: dict) -> str:
     )
 
 
-def digest_of(pod_spec: dict) -> str:
-    """The first DRIVER_CONFIG_DIGEST of a pod spec, init containers first; "" when none."""
-    for c in list(pod_spec.get("initContainers") or []) + list(pod_spec.get("containers") or []):
-        for e in c.get("env") or []:
-            if e.get("name") == DIGEST_ENV and e.get("value"):
-                return e["value"]
-    return ""
-
-
 def gpu_client(pod: dict) -> bool:
     """A pod of a DaemonSet that selects the nvidia.com/gpu.deploy.client label (node selector or affinity)."""
     if not any(r.get("kind") == "DaemonSet" for r in pod["metadata"].get("ownerReferences") or []):
@@ -552,96 +532,3 @@ def gpu_client(pod: dict) -> bool:
         or {}
     ).get("nodeSelectorTerms") or []
     return any(e.get("key") == CLIENT_LABEL for t in terms for e in t.get("matchExpressions") or [])
-
-
-def upgrade_step(nodes: list[dict], policy: dict, now: float) -> dict:
-    """One pass of the driver upgrade state machine over one driver group.
-
-    nodes: [{name, state, skip, unschedulable, ready, requested, up_to_date, driver_pod (None|"old"|"new"|
-             "new-ready"), gpu_pods (int), wait_pods (int), validator_ready, faults (set), wait_start (float|None),
-             initial_unschedulable (bool), restart_only (bool: 26.7+, the running driver pod's digest equals its
-             DaemonSet's: cordon and restart the driver pod, no wait for jobs, no GPU pod deletion)}]
-    Returns {node name: action dict} with keys among: state (new label value or None to remove), cordon (bool),
-    uncordon (bool), delete_gpu_pods, delete_driver_pod, set_initial_unschedulable, wait_start (float|None).
-    """
-    actions: dict = {}
-    if not policy.get("autoUpgrade", False):
-        for n in nodes:
-            if n["state"]:
-                actions[n["name"]] = {"state": None}
-        return actions
-    total = len(nodes)
-    max_par = int(policy.get("maxParallelUpgrades", 1) or 0)
-    max_unavail = resolve_max_unavailable(policy.get("maxUnavailable", "25%"), total)
-    in_progress = sum(1 for n in nodes if n["state"] in IN_PROGRESS)
-    unavailable = sum(1 for n in nodes if n["unschedulable"] or not n["ready"] or n["state"] == "cordon-required")
-    wfc = policy.get("waitForCompletion") or {}
-    wfc_timeout = int(wfc.get("timeoutSeconds") or 0)
-
-    def slots() -> int:
-        par = math.inf if max_par == 0 else max_par - in_progress
-        if unavailable >= max_unavail:
-            return 0
-        return int(max(0, min(par, max_unavail - unavailable)))
-
-    def go(n, state, **kw):
-        actions[n["name"]] = {"state": state, **kw}
-
-    # deterministic order: required nodes by name
-    for n in sorted(nodes, key=lambda x: x["name"]):
-        st = n["state"]
-        if n["requested"] and st not in IN_PROGRESS and st != "upgrade-required":
-            go(n, "upgrade-required")
-            continue
-        if st in ("", None, "upgrade-done"):
-            if not n["up_to_date"]:
-                go(n, "upgrade-required")
-            elif st != "upgrade-done":
-                go(n, "upgrade-done")
-        elif st == "upgrade-required":
-            if n["skip"]:
-                continue
-            if n["up_to_date"] and n["driver_pod"] == "new-ready":
-                # a retry after upgrade-failed may find the new driver already running on the node we cordoned
-                # (recorded "false": schedulable before our cordon): uncordon it on the way out
-                go(n, "upgrade-done", uncordon=n.get("initial_recorded") == "false")
-                continue
-            # the node's state before the first cordon is recorded once (a retry after upgrade-failed finds
-            # the node cordoned by us and must still uncordon it at the end)
-            init = {} if n.get("initial_recorded") is not None else {"set_initial_unschedulable": n["unschedulable"]}
-            restart_only = n.get("restart_only") and not n["requested"]
-            nxt = {"state": "pod-restart-required", "cordon": True} if restart_only else {"state": "cordon-required"}
-            if n["unschedulable"] and slots() == 0:
-                # manually cordoned nodes bypass the slot limit (reference §6)
-                go(n, **nxt, **init)
-                in_progress += 1
-                continue
-            if slots() > 0:
-                go(n, **nxt, **init)
-                in_progress += 1
-                unavailable += 1
-        elif st == "cordon-required":
-            go(n, "wait-for-jobs-required", cordon=True, wait_start=now)
-        elif st == "wait-for-jobs-required":
-            if "upgrade-stuck-wait-for-jobs" in n["faults"]:
-                continue
-            started = now if n.get("wait_start") is None else n["wait_start"]
-            if n["wait_pods"] > 0 and not (wfc_timeout and now - started >= wfc_timeout):
-                continue
-            go(n, "pod-deletion-required", wait_start=None)
-        elif st == "pod-deletion-required" or st == "drain-required":
-            go(n, "pod-restart-required", delete_gpu_pods=True)
-        elif st == "pod-restart-required":
-            if "upgrade-failed" in n["faults"]:
-                go(n, "upgrade-failed")
-            elif n["driver_pod"] == "old":
-                actions[n["name"]] = {"delete_driver_pod": True}
-            elif n["driver_pod"] == "new-ready":
-                go(n, "validation-required")
-        elif st == "validation-required":
-            if n["validator_ready"] and "validator-failing" not in n["faults"]:
-                go(n, "uncordon-required")
-        elif st == "uncordon-required":
-            go(n, "upgrade-done", uncordon=not n["initial_unschedulable"])
-        # upgrade-failed: stays until a user relabels the node upgrade-required
-    return actions

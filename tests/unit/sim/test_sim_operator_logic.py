@@ -10,7 +10,7 @@ from tests.sim import chart
 from tests.sim.chart import crds
 from tests.sim.operator import dcgm
 from tests.sim.operator import logic as L
-from tests.sim.operator.controller import desired_daemonsets, match_selector, requests_gpu
+from tests.sim.operator.controller import desired_daemonsets, requests_gpu
 
 
 def node(name="g0", gpu=True, count=8, product="NVIDIA-H100-80GB-HBM3", mig=True, labels=None, ann=None):
@@ -157,112 +157,16 @@ def test_condition_transition_time_kept_when_unchanged():
 
 
 # ------------------------------------------------------------------------------------- upgrades
+# (the upgrade states are NVIDIA's upgrade controller's: tests/sim/upgrade-controller, specs in
+# tests/integration/operator/test_upgrade.py)
 
 
-def info(name, state="", **kw):
-    base = {
-        "name": name,
-        "state": state,
-        "skip": False,
-        "unschedulable": False,
-        "ready": True,
-        "requested": False,
-        "up_to_date": True,
-        "driver_pod": "new-ready",
-        "gpu_pods": 0,
-        "wait_pods": 0,
-        "validator_ready": True,
-        "faults": set(),
-        "wait_start": None,
-        "initial_unschedulable": False,
-        "initial_recorded": None,
-    }
-    base.update(kw)
-    return base
-
-
-POLICY = {"autoUpgrade": True, "maxParallelUpgrades": 1, "maxUnavailable": "25%"}
-
-
-def simulate(nodes, policy, passes=60):
-    """Run the state machine to a fixed point, playing the driver pod restart; returns per-node sequences."""
-    seqs = {n["name"]: [n["state"]] for n in nodes}
-    peak = 0
-    for _pass in range(passes):
-        acts = L.upgrade_step(nodes, policy, 0.0)
-        if not acts:
-            break
-        for n in nodes:
-            a = acts.get(n["name"])
-            if not a:
-                continue
-            if a.get("delete_driver_pod"):
-                n["driver_pod"], n["up_to_date"] = "new-ready", True
-            if "set_initial_unschedulable" in a:
-                n["initial_unschedulable"] = a["set_initial_unschedulable"]
-                n["initial_recorded"] = "true" if a["set_initial_unschedulable"] else "false"
-            if a.get("cordon"):
-                n["unschedulable"] = True
-            if a.get("uncordon"):
-                n["unschedulable"] = False
-            if "state" in a:
-                n["state"] = a["state"]
-                seqs[n["name"]].append(a["state"])
-        peak = max(peak, sum(1 for n in nodes if n["state"] in L.IN_PROGRESS))
-    return seqs, peak
-
-
-ORDER = [
-    "upgrade-required",
-    "cordon-required",
-    "wait-for-jobs-required",
-    "pod-deletion-required",
-    "pod-restart-required",
-    "validation-required",
-    "uncordon-required",
-    "upgrade-done",
-]
-
-
-def test_upgrade_walks_every_state_and_respects_parallelism_and_skip():
-    nodes = [info(f"n{i}", "upgrade-done", up_to_date=False, driver_pod="old") for i in range(4)]
-    nodes[3]["skip"] = True
-    seqs, peak = simulate(nodes, {**POLICY, "maxUnavailable": "100%"})
-    for i in range(3):
-        assert seqs[f"n{i}"][1:] == ORDER
-        assert not nodes[i]["unschedulable"]
-    assert seqs["n3"][1:] == ["upgrade-required"]
-    assert peak == 1
-
-
-def test_a_restart_only_node_is_cordoned_and_its_driver_restarted_without_waiting_for_or_deleting_gpu_pods():
-    nodes = [
-        info("same", "upgrade-done", up_to_date=False, driver_pod="old", gpu_pods=2, restart_only=True),
-        info("asked", "upgrade-done", up_to_date=False, driver_pod="old", restart_only=True, requested=True),
-    ]
-    wide = {**POLICY, "maxParallelUpgrades": 2, "maxUnavailable": "100%"}
-    acts = L.upgrade_step([dict(n, state="upgrade-required") for n in nodes], wide, 0)
-    assert acts["same"] == {"state": "pod-restart-required", "cordon": True, "set_initial_unschedulable": False}
-    seqs, _peak = simulate(nodes[:1], POLICY)
-    assert seqs["same"][1:] == [
-        "upgrade-required",
-        "pod-restart-required",
-        "validation-required",
-        "uncordon-required",
-        "upgrade-done",
-    ]
-    assert not nodes[0]["unschedulable"]
-    assert acts["asked"]["state"] == "cordon-required"  # a requested upgrade takes the full flow
-
-
-def test_the_driver_digest_covers_install_inputs_only_and_is_read_init_containers_first():
+def test_the_driver_digest_covers_install_inputs_only():
     drv = {"env": [], "manager": {"version": "v0.12.0"}, "resources": {"limits": {"cpu": "1"}}}
     base = L.driver_digest("driver:580.1-ubuntu22.04", drv)
     assert L.driver_digest("driver:580.1-ubuntu22.04", dict(drv, resources={}, upgradePolicy={})) == base
     assert L.driver_digest("driver:610.1-ubuntu22.04", drv) != base
     assert L.driver_digest("driver:580.1-ubuntu22.04", dict(drv, manager={"version": "v0.13.0"})) != base
-    spec = {"initContainers": [{"env": [{"name": L.DIGEST_ENV, "value": "i"}]}], "containers": []}
-    assert L.digest_of(spec) == "i" and L.digest_of({"containers": [{}]}) == ""
     assert L.restarts_in_place({"metadata": {"labels": {"helm.sh/chart": "gpu-operator-v26.7.0"}}})
     assert not L.restarts_in_place({"metadata": {"labels": {"helm.sh/chart": "gpu-operator-v26.3.3"}}})
 
@@ -275,84 +179,11 @@ def test_only_pods_of_daemonsets_selecting_the_client_label_are_gpu_clients():
     assert not L.gpu_client({"metadata": {"ownerReferences": owner}, "spec": {"nodeSelector": {"x": "y"}}})
 
 
-def test_upgrade_parallel_two_and_unlimited():
-    nodes = [info(f"n{i}", "upgrade-done", up_to_date=False, driver_pod="old") for i in range(6)]
-    _s, peak = simulate(nodes, {**POLICY, "maxParallelUpgrades": 2, "maxUnavailable": "100%"})
-    assert peak == 2
-    nodes = [info(f"n{i}", "upgrade-done", up_to_date=False, driver_pod="old") for i in range(6)]
-    _s, peak = simulate(nodes, {**POLICY, "maxParallelUpgrades": 0, "maxUnavailable": "100%"})
-    assert peak == 6
-
-
-def test_max_unavailable_blocks_when_cordoned_nodes_eat_budget():
-    nodes = [info(f"n{i}", "upgrade-required", up_to_date=False, driver_pod="old") for i in range(4)]
-    nodes[0]["unschedulable"] = True  # a foreign cordon: 25% of 4 = 1 is used up
-    acts = L.upgrade_step(nodes, POLICY, 0.0)
-    # only the manually cordoned node may progress
-    assert set(acts) == {"n0"} and acts["n0"]["state"] == "cordon-required"
-
-
-def test_a_quarantined_node_held_by_the_skip_label_still_uses_the_budget_and_never_moves():
-    nodes = [info(f"n{i}", "upgrade-required", up_to_date=False, driver_pod="old") for i in range(4)]
-    nodes[0].update(unschedulable=True, skip=True)  # a remediation system's cordon; the canary holds the node
-    assert L.upgrade_step(nodes, POLICY, 0.0) == {}  # 25% of 4 = 1, used up by the quarantined node
-    acts = L.upgrade_step(nodes, {**POLICY, "maxUnavailable": 2}, 0.0)
-    assert set(acts) == {"n1"} and acts["n1"]["state"] == "cordon-required"
-
-
-def test_initially_cordoned_node_stays_cordoned():
-    nodes = [info("n0", "upgrade-required", unschedulable=True, up_to_date=False, driver_pod="old")]
-    simulate(nodes, {**POLICY, "maxUnavailable": "100%"})
-    assert nodes[0]["state"] == "upgrade-done" and nodes[0]["unschedulable"] is True
-
-
-def test_retry_after_upgrade_failed_uncordons():
-    n = info("a", "upgrade-required", unschedulable=True, initial_recorded="false", up_to_date=False, driver_pod="old")
-    simulate([n], {**POLICY, "maxUnavailable": "100%"})
-    assert n["state"] == "upgrade-done" and n["unschedulable"] is False
-
-
-def test_retry_that_finds_the_new_driver_running_uncordons_only_the_node_we_cordoned():
-    ours = info("a", "upgrade-required", unschedulable=True, initial_recorded="false")
-    users = info("b", "upgrade-required", unschedulable=True, initial_recorded="true", initial_unschedulable=True)
-    never_cordoned = info("c", "upgrade-required")
-    acts = L.upgrade_step([ours, users, never_cordoned], {**POLICY, "maxUnavailable": "100%"}, 0.0)
-    assert acts == {
-        "a": {"state": "upgrade-done", "uncordon": True},
-        "b": {"state": "upgrade-done", "uncordon": False},
-        "c": {"state": "upgrade-done", "uncordon": False},
-    }
-
-
-def test_upgrade_failed_and_wait_for_jobs_faults():
-    a = info("a", "pod-restart-required", faults={"upgrade-failed"}, driver_pod="old", up_to_date=False)
-    b = info("b", "wait-for-jobs-required", faults={"upgrade-stuck-wait-for-jobs"})
-    c = info("c", "wait-for-jobs-required", wait_pods=1, wait_start=0.0)
-    acts = L.upgrade_step([a, b, c], {**POLICY, "waitForCompletion": {"timeoutSeconds": 0}}, 100.0)
-    assert acts == {"a": {"state": "upgrade-failed"}}
-    acts = L.upgrade_step([c], {**POLICY, "waitForCompletion": {"timeoutSeconds": 50}}, 100.0)
-    assert acts["c"]["state"] == "pod-deletion-required"
-
-
-def test_auto_upgrade_off_removes_state_labels():
-    acts = L.upgrade_step([info("a", "upgrade-done"), info("b", "")], {"autoUpgrade": False}, 0.0)
-    assert acts == {"a": {"state": None}}
-
-
-def test_max_unavailable_rounding():
-    assert L.resolve_max_unavailable("25%", 3) == 1
-    assert L.resolve_max_unavailable("25%", 1000) == 250
-    assert L.resolve_max_unavailable(2, 10) == 2
-    assert L.resolve_max_unavailable("100%", 7) == 7
-
-
 # ------------------------------------------------------------------------------------- misc
 
 
-def test_image_version_and_selectors():
+def test_image_version_and_gpu_pods():
     assert L.image_version("nvcr.io/nvidia/driver:595.91.07-ubuntu22.04") == "595.91.07"
-    assert match_selector({"metadata": {"labels": {"app": "x", "t": "1"}}}, "app=x,t!=2")
-    assert not match_selector({"metadata": {"labels": {"app": "x"}}}, "app=y")
     pod = {"spec": {"containers": [{"resources": {"limits": {"nvidia.com/mig-1g.10gb": "1"}}}]}}
     assert requests_gpu(pod) and not requests_gpu({"spec": {"containers": [{}]}})
 
@@ -375,6 +206,10 @@ def test_daemonsets_names_selectors_tolerations():
     assert drv["spec"]["template"]["spec"]["containers"][0]["image"] == "nvcr.io/nvidia/driver:595.91.07-ubuntu22.04"
     assert dss["nvidia-mig-manager"]["spec"]["template"]["spec"]["nodeSelector"] == {L.DEPLOY + "mig-manager": "true"}
     assert all(d["spec"]["template"]["spec"]["tolerations"] == tol for d in dss.values())
+    # NVIDIA's upgrade controller lists the driver DaemonSets and their pods by the same label
+    component = {"app.kubernetes.io/component": "nvidia-driver"}
+    assert component.items() <= drv["metadata"]["labels"].items()
+    assert component.items() <= drv["spec"]["template"]["metadata"]["labels"].items()
 
 
 def test_dcgm_render_has_one_series_per_gpu():

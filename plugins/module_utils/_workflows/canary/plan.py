@@ -20,6 +20,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import markers
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.driver_daemonsets import state_refusals
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.cuda import cuda_image_rules
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.disruption import (
     eviction_limit_failure,
@@ -172,18 +173,23 @@ def plan(
         nvidia_drivers=session.nvidia_drivers() if crd_mode(cp) else (),
         quarantine_failures=failures(found, budget_now, foreign_quarantine, pending, exclude),
     )
+    daemonsets = session.daemonsets(what="driver DaemonSets")
     disruption = predict(
         planned,
         pods,
-        session.daemonsets(what="driver DaemonSets"),
+        daemonsets,
         cp,
         target,
         source,
         {"namespace": session.ns, "values": values, "eviction": eviction, "wait_selector": wait_selector},
     )
+    # checked when a run starts: while drivers restart in a wave, the count differs for a moment
+    refusals = state_refusals(daemonsets, pods, nodes) if pending and not resumed else []
     refusal = eviction_limit_failure(disruption, max_evicted)
     if refusal:
-        checked["failures"].append(refusal)
+        refusals.append(refusal)
+    if refusals:
+        checked["failures"].extend(refusals)
         checked["passed"] = False
     if not resumed:
         record["in_place"] = disruption["in_place"]

@@ -7,9 +7,10 @@
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
 """The prepare step and its undoing. Prepare saves the record first (with what it is about to change, as it was),
-then makes the operands and the NFD worker tolerate the canary taint, holds every node not yet proven with the skip
-label (the foreign-quarantined nodes too: the upgrade controller would upgrade a cordoned node outside its slot
-limit), and only then points the driver at the target version. Nothing moves after it: the operator's upgrade
+then holds every node not yet proven with the skip label (the foreign-quarantined nodes too: the upgrade controller
+would upgrade a cordoned node outside its slot limit), then makes the operands and the NFD worker tolerate the canary
+taint (a change to the driver's pod template, which the upgrade controller takes for an upgrade of every node not
+held), and only then points the driver at the target version. Nothing moves after it: the operator's upgrade
 controller leaves skip-labelled nodes in upgrade-required. :func:`undo` takes back the tolerations, the operands'
 update strategy and the upgrade policy (after the last wave, and by the rollback)."""
 
@@ -77,9 +78,9 @@ def _toleration_writes(session, cp, prepared, hold_operands):
 
 
 def prepare(session, record, nodes, cp, policy, hold_operands=False):
-    """The record (with what the preparation changes, as it was, and the nodes it labels), then the tolerations,
-    the skip label on every node that is neither proven nor released (a resumed run leaves the wave under way
-    released), then the target version (``policy`` merged into the driver's ``upgradePolicy``). Returns the
+    """The record (with what the preparation changes, as it was, and the nodes it labels), then the skip label on
+    every node that is neither proven nor released (a resumed run leaves the wave under way released), then the
+    tolerations, then the target version (``policy`` merged into the driver's ``upgradePolicy``). Returns the
     record."""
     prepared = record.setdefault("prepared", {})
     if hold_operands and "operand_strategy" not in record:
@@ -100,11 +101,14 @@ def prepare(session, record, nodes, cp, policy, hold_operands=False):
     ]
     record["skip_labelled"] = sorted(set(record.get("skip_labelled") or []) | {name_of(n) for n in hold})
     session.save_record(record)
-    for write in writes:
-        session.write(*write)
+    # the skip labels before the tolerations: NVIDIA's controller finds a driver pod out of date by its DaemonSet's
+    # controller revision, so the operands' new toleration (the driver's template too) starts an upgrade on every
+    # node not yet held
     session.each(
         hold, lambda node: session.label_node(node, {UPGRADE_SKIP_LABEL: "true"}, "hold the upgrade (skip label)")
     )
+    for write in writes:
+        session.write(*write)
     set_driver_version(session, cp, (record.get("target") or {}).get("driver_version"), policy)
     return record
 

@@ -70,11 +70,24 @@ def _release(session, node):
         )
 
 
+def _unheld(node, released):
+    """The labels that let a held node go: no skip label, and a node the run never released that the controller
+    put in upgrade-required while it was held (the preparation's toleration changed the driver's pod template)
+    back in upgrade-done - its driver never moved, and from upgrade-done NVIDIA's controller sends a node whose
+    driver pod is out of date back to upgrade-required, where otherwise it would cordon the node and delete its GPU
+    pods for a driver pod that is in date again."""
+    labels = {UPGRADE_SKIP_LABEL: None}
+    if name_of(node) not in released and labels_of(node).get(UPGRADE_STATE_LABEL) == "upgrade-required":
+        labels[UPGRADE_STATE_LABEL] = "upgrade-done"
+    return labels
+
+
 def rollback(session, record, timeout, grace=None):
     """Point the driver back at the record's source version (each NVIDIADriver at its own) and let every node that
     moved come back: failure annotations and canary taints cleared, upgrade-failed nodes relabelled
-    upgrade-required, the skip labels this run set removed; then wait up to ``timeout`` seconds for every planned
-    node whose driver the operator manages to run the source version, and take back the preparation.
+    upgrade-required, the preparation taken back (while the skip labels still hold the nodes), the skip labels this
+    run set removed; then wait up to ``timeout`` seconds for every planned node whose driver the operator manages to
+    run the source version.
 
     Returns ``(failed {node: why}, progress)``; ``progress["waiting"]`` when this call's share of waiting ended
     first (call it again to go on). The record says rolled-back, or rollback-failed with the reason."""
@@ -91,11 +104,16 @@ def rollback(session, record, timeout, grace=None):
     nodes = session.nodes_by_name()
     planned = [n for n in wave_nodes(record) if n in nodes]
     session.each([nodes[n] for n in planned], partial(_release, session))
+    session.each([nodes[n] for n in planned], session.untaint)
+    # the preparation goes back with the version, while the skip labels still hold the nodes: NVIDIA's controller
+    # takes each change of the driver's pod template for an upgrade, so the toleration taken back after the wait
+    # would restart every driver a second time
+    undo(session, record, session.cluster_policy())
+    released = {n for w in record.get("waves") or [] if w.get("released") for n in w.get("nodes") or []}
     session.each(
         [nodes[n] for n in record.get("skip_labelled") or [] if n in nodes],
-        lambda node: session.label_node(node, {UPGRADE_SKIP_LABEL: None}, "rollback (remove skip label)"),
+        lambda node: session.label_node(node, _unheld(node, released), "rollback (remove skip label)"),
     )
-    session.each([nodes[n] for n in planned], session.untaint)
     record["skip_labelled"] = []
     record["phase"] = PHASE_ROLLING_BACK
     session.save_record(record)
@@ -111,7 +129,6 @@ def rollback(session, record, timeout, grace=None):
         except Pause as pause:
             session.save_record(record)
             return {}, pause.progress
-    undo(session, record, session.cluster_policy())
     record["phase"] = PHASE_ROLLBACK_FAILED if failed else PHASE_ROLLED_BACK
     record["reason"] = "rollback did not complete: %s" % failures_text(failed) if failed else None
     record.pop("waits", None)

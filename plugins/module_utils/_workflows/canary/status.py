@@ -29,6 +29,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
     labels_of,
     name_of,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.upgrade_stalls import (
+    read_stalls,
+    stall_lines,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.upgrade_status import (
     nodes_in_flight,
     policy_status,
@@ -194,9 +198,22 @@ def _quarantine_lines(found):
     ]
 
 
-def describe(record, cp, nfd_daemonsets, nodes, where, taint):
+def _stall_lines(stalls, most=20):
+    if not stalls:
+        return []
+    head = "Driver upgrades not done (NVIDIA's upgrade controller), %d node(s), %d stalled:" % (
+        len(stalls),
+        sum(1 for s in stalls if s["stalled"]),
+    )
+    shown = sorted(stalls, key=lambda s: not s["stalled"])[:most]
+    more = ["  ... and %d more" % (len(stalls) - most)] if len(stalls) > most else []
+    return [head] + stall_lines(shown) + more
+
+
+def describe(record, cp, nfd_daemonsets, nodes, where, taint, stalls=()):
     """The status of the canary upgrade recorded in ConfigMap ``where`` (``namespace/name``) on this cluster
-    (``taint``: the default ``(key, effect)`` when there is no record), with ``lines`` for people."""
+    (``taint``: the default ``(key, effect)`` when there is no record), with ``lines`` for people; ``stalls`` are the
+    nodes whose driver upgrade is not done (``_operator.upgrade_stalls.diagnose``), recorded or not."""
     rec = record or {}
     key, effect = (rec.get("taint") or {}).get("key") or taint[0], (rec.get("taint") or {}).get("effect") or taint[1]
     by_name = {name_of(n): n for n in nodes}
@@ -218,6 +235,7 @@ def describe(record, cp, nfd_daemonsets, nodes, where, taint):
             {k: w.get(k) for k in ("index", "name", "status", "reason", "nodes")} for w in rec.get("waves") or []
         ],
         "nodes": states,
+        "upgrades": list(stalls),
         "foreign_quarantine": _quarantine(rec, by_name, key),
         "leftovers": left,
         "kept": kept,
@@ -252,6 +270,7 @@ def describe(record, cp, nfd_daemonsets, nodes, where, taint):
             "Kept after the upgrade: %s (every operand pod carries it; taking it back would restart them all, a "
             "chart upgrade without it drops it)." % "; ".join(kept)
         )
+    lines.extend(_stall_lines(out["upgrades"]))
     if out["policy_status"]["meaning"] in ("upgrading", "not-proven"):
         lines.append("Operator: %s." % out["policy_status"]["text"])
     out["lines"] = lines + [out["next"]]
@@ -259,13 +278,16 @@ def describe(record, cp, nfd_daemonsets, nodes, where, taint):
 
 
 def status(session):
-    """The status step: reads the record, the ClusterPolicy, the NFD DaemonSets and the nodes; writes nothing."""
+    """The status step: reads the record, the ClusterPolicy, the NFD DaemonSets and the nodes (and, where a driver
+    upgrade is not done, the pods, PodDisruptionBudgets and upgrade events); writes nothing."""
     cp = session.cluster_policy()
+    nodes = session.nodes()
     return describe(
         session.read_record(),
         cp,
         session.nfd_daemonsets() if cp else [],
-        session.nodes(),
+        nodes,
         "%s/%s" % (session.ns, session.cm_name),
         (session.taint_key, session.taint_effect),
+        read_stalls(session.client, nodes, cp, session.page_size, session.clock()),
     )

@@ -45,7 +45,9 @@ class FakeApiServer:
         if "labelSelector" in query:
             key, _unused, value = query["labelSelector"].partition("=")
             items = [i for i in items if i["metadata"].get("labels", {}).get(key) == value]
-        if "fieldSelector" in query:
+        if "fieldSelector" in query and parts.path.endswith("/events"):
+            assert query["fieldSelector"] == "involvedObject.kind=Node,reason=GPUDriverUpgrade"
+        elif "fieldSelector" in query:
             assert query["fieldSelector"].startswith("spec.driver="), "only ResourceSlices are field-selected"
             items = [i for i in items if i["spec"]["driver"] == query["fieldSelector"].partition("=")[2]]
         return page(items, query)
@@ -381,3 +383,29 @@ def test_missing_rbac_on_resource_slices_fails_with_the_permission_to_grant(monk
     )
     result = run_module(server, monkeypatch)
     assert result["_kind"] == "fail" and result["status"] == 403 and "resourceslices" in result["msg"]
+
+
+UPGRADE_READS = ["/api/v1/pods", "/apis/policy/v1/poddisruptionbudgets", "/api/v1/namespaces/default/events"]
+
+
+def test_a_cluster_whose_driver_upgrades_are_done_costs_no_read_for_them(monkeypatch):
+    done = gpu_node("g0", **{"nvidia.com/gpu-driver-upgrade-state": "upgrade-done"})
+    server = FakeApiServer(nodes=[done], policies=[POLICY])
+    result = run_module(server, monkeypatch)
+    assert result["driver_upgrades"] == []
+    assert not [p for p, _q in server.paths if p in UPGRADE_READS[1:]]
+
+
+def test_a_driver_upgrade_held_by_the_skip_label_is_reported_with_its_cause_and_fix(monkeypatch):
+    held = gpu_node(
+        "g0",
+        **{"nvidia.com/gpu-driver-upgrade-state": "upgrade-required", "nvidia.com/gpu-driver-upgrade.skip": "true"},
+    )
+    server = FakeApiServer(nodes=[held, gpu_node("g1")], policies=[POLICY])
+    server.collections.update({UPGRADE_READS[1]: [], UPGRADE_READS[2]: []})
+    result = run_module(server, monkeypatch)
+    (entry,) = result["driver_upgrades"]
+    assert (entry["node"], entry["state"], entry["stalled"]) == ("g0", "upgrade-required", True)
+    assert "skip label nvidia.com/gpu-driver-upgrade.skip=true" in entry["cause"]
+    assert entry["fix"] == "kubectl label node g0 nvidia.com/gpu-driver-upgrade.skip-"
+    assert [p for p, _q in server.paths if p in UPGRADE_READS] == UPGRADE_READS
