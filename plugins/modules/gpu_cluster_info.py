@@ -340,9 +340,9 @@ driver_upgrades:
       C(nvidia.com/gpu-driver-upgrade-state)) is not done - empty when every node is done or unmanaged.
     - C(node), C(state), C(since) (from the controller's own Event for that state, else its start-time annotations,
       else the last write of the state label; null when unknown), C(seconds) in that state, C(cause) (what the cluster
-      shows: the skip label, C(maxUnavailable) used up by cordoned or NotReady nodes, a PodDisruptionBudget refusing an
-      eviction, a pod stuck terminating, jobs waited for, a validator or driver pod not ready), C(fix) (a command, or
-      null) and C(stalled) (the cause holds the node; false while the controller works on it).
+      shows, such as the skip label, C(maxUnavailable) used up by cordoned or NotReady nodes, a PodDisruptionBudget
+      refusing an eviction, a pod stuck terminating, jobs waited for, a validator or driver pod not ready), C(fix) (a
+      command, or null) and C(stalled) (the cause holds the node; false while the controller works on it).
   returned: always
   type: list
   elements: dict
