@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import run_cli
+from tests.sim import testbed as tb
 
 
 def _procs_mentioning(text: str) -> list[int]:
@@ -76,8 +77,9 @@ def test_failed_up_leaves_nothing_running(testbed, tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     real = Path(testbed.helm).parent
-    for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "helm", "helm3"):
-        (bindir / name).symlink_to(real / name)
+    for name in tb.BINARIES:  # every real one but kwok
+        if name != "kwok":
+            (bindir / name).symlink_to(real / name)
     (bindir / "kwok").write_text("#!/bin/sh\necho 'kwok stand-in: failing on purpose' >&2\nexit 1\n")
     (bindir / "kwok").chmod(0o755)
     prof = tmp_path / "tiny.yml"
