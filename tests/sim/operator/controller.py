@@ -284,7 +284,7 @@ class Controller:
         kernel = L.labels(node).get("feature.node.kubernetes.io/kernel-version.full", "")
         plan = {}
         drv = [x for x in f if x in L.DRIVER_FAULTS]
-        if "upgrade-failed" in f and L.labels(node).get(L.UPGRADE_STATE) in L.RESTARTED_STATES:
+        if "upgrade-failed" in f and L.labels(node).get(L.UPGRADE_STATE) in L.RESTARTING_STATES:
             drv.append("upgrade-failed")  # the driver the upgrade restarts fails to load
         if drv:
             plan["driver"] = ("crash", drv[0])
@@ -302,6 +302,14 @@ class Controller:
                 continue
             want = plan.get(key)
             had = self.pod_faulted.get(pkey) or L.annotations(pod).get("sim.gpuops.io/faulted")
+            if key == "driver" and L.driver_gated(pod):
+                # kwok starts a driver pod only once the simulator "loaded" it: a faulted one is never ready
+                if want:
+                    self._break_pod(pod, want[0], want[1], kernel)
+                    self.pod_faulted[pkey] = want[1]
+                else:
+                    self._load_driver(pod)
+                continue
             if want:
                 mode, fault = want
                 if pod.get("status", {}).get("phase") != "Running":
@@ -319,6 +327,16 @@ class Controller:
                 except ApiException as exc:
                     if exc.status != 404:
                         log.warning("delete pod %s: %s", pkey, exc.reason)
+
+    def _load_driver(self, pod: dict) -> None:
+        """Open kwok's pod-ready gate of a healthy driver pod (tests/sim/kwok_stages/pod-ready.yaml)."""
+        md = pod["metadata"]
+        cond = {"type": L.DRIVER_GATE, "status": "True", "lastTransitionTime": L.now_iso()}
+        try:
+            self.core.patch_namespaced_pod_status(md["name"], md["namespace"], {"status": {"conditions": [cond]}})
+        except ApiException as exc:
+            if exc.status != 404:
+                log.warning("load driver pod %s: %s", md["name"], exc.reason)
 
     def _break_pod(self, pod: dict, mode: str, fault: str, kernel: str) -> None:
         md = pod["metadata"]

@@ -99,6 +99,19 @@ UPGRADE_STATES = (
 IN_PROGRESS = frozenset(UPGRADE_STATES[1:8])
 # where the upgrade controller has restarted (or is restarting) the node's driver pod
 RESTARTED_STATES = ("pod-restart-required", "upgrade-failed")
+#: From the old driver pod's deletion on: the new driver pod may appear before the state says pod-restart-required.
+RESTARTING_STATES = ("pod-deletion-required", "drain-required") + RESTARTED_STATES
+#: The pod condition kwok's pod-ready stage waits for on a driver pod (the simulator "loads" the driver first).
+DRIVER_GATE = "PodReadyToStartContainers"
+
+
+def driver_gated(pod: dict) -> bool:
+    """True for a driver pod kwok has not started yet because the simulator has not "loaded" it."""
+    status = pod.get("status") or {}
+    return status.get("phase", "Pending") == "Pending" and not any(
+        c.get("type") == DRIVER_GATE and c.get("status") == "True" for c in status.get("conditions") or []
+    )
+
 
 # operand key → (DaemonSet name, deploy label component, ClusterPolicy spec key or None = always)
 OPERANDS = (

@@ -316,3 +316,10 @@ def test_older_releases_report_ready_early_and_skip_labelled_nodes_never_count()
     assert L.upgrade_aware_state(_cp("gpu-operator-v26.3.3"), READY, nodes) == READY
     held = [_upgrading_node("gpu-1", "upgrade-required", skip=True), _upgrading_node("gpu-2", "upgrade-failed")]
     assert L.upgrade_aware_state(_cp("gpu-operator-v26.7.0"), READY, held) == READY
+
+
+def test_a_driver_pod_is_gated_until_the_simulator_loads_it_or_kwok_has_started_it():
+    pending = {"status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}]}}
+    loaded = {"status": {"phase": "Pending", "conditions": [{"type": L.DRIVER_GATE, "status": "True"}]}}
+    assert L.driver_gated({}) and L.driver_gated(pending)
+    assert not L.driver_gated(loaded) and not L.driver_gated({"status": {"phase": "Running"}})
