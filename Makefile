@@ -48,7 +48,7 @@ export GPUOPS_BIN
 endif
 export PATH := $(VENV)/bin:$(SIM_BIN):$(PATH)
 
-.PHONY: help venv collection-root sanity-root prometheus chromium sim-binaries nvml lint ruff ansible-lint sanity units \
+.PHONY: help venv collection-root sanity-root prometheus chromium sim-binaries site-binaries nvml lint ruff ansible-lint sanity units \
 	integration molecule test site audit canary-demo site-down bench build doc-check changelog-lint ee clean
 
 help:
@@ -58,8 +58,8 @@ help:
 	@echo "make audit  - make site, then playbooks/audit.yml with a fault overlay (JSON, Markdown, HTML reports)"
 	@echo "make canary-demo - make site, then the canary upgrade of docs/canary-upgrade.md (a refusal, its recovery)"
 	@echo "make test   - the whole suite: lint, sanity, units, doc-check, changelog-lint, ee, integration, molecule"
-	@echo "other targets: venv collection-root sanity-root sim-binaries nvml chromium prometheus lint ruff ansible-lint"
-	@echo "               sanity units integration molecule doc-check changelog-lint ee build bench site-down clean"
+	@echo "other targets: venv collection-root sanity-root sim-binaries site-binaries nvml chromium prometheus lint ruff"
+	@echo "               ansible-lint sanity units integration molecule doc-check changelog-lint ee build bench site-down clean"
 
 # --- set-up -------------------------------------------------------------------------------------------
 # The stamp depends on the requirement files, so a repeat run is a no-op until they change.
@@ -99,6 +99,10 @@ chromium:
 
 sim-binaries:
 	bash $(REPO)/tests/sim/build/build.sh
+
+# What a running bed needs (the first `make site` builds only these; helm3 is for the tests).
+site-binaries:
+	bash $(REPO)/tests/sim/build/build.sh etcd kwok helm4 k8s upgrade-controller
 
 nvml:
 	@if [ -f $(REPO)/tests/sim/nvml/Makefile ]; then $(MAKE) --no-print-directory -C $(REPO)/tests/sim/nvml; \
@@ -203,7 +207,7 @@ test: venv
 # --- the main job -------------------------------------------------------------------------------------
 # SITE_PROFILE=demo-faults breaks three nodes (toolkit, device plugin, GPU health); `make site-down` first.
 SITE_PROFILE ?= demo
-site: collection-root sim-binaries nvml
+site: collection-root site-binaries nvml
 	cd $(REPO) && $(VENV)/bin/python -m tests.sim up --profile $(SITE_PROFILE)
 	cd $(REPO) && $(VENV)/bin/python -m tests.sim inventory > $(BUILD)/inventory.yml
 	cd $(REPO) && $(PLAYBOOK_ENV) $(VENV)/bin/ansible-playbook -i $(BUILD)/inventory.yml playbooks/site.yml \
