@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from . import pki, profiles
+from . import host_trees, pki, profiles
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SIM_DIR = Path(__file__).resolve().parent
@@ -903,7 +903,7 @@ def inventory(state_dir: Path | str = DEFAULT_STATE, profile: str | None = None)
                 "gpu_pool": pool.name,
             }
             if pool.host_tree:
-                h["gpu_host_root"] = str(SIM_DIR / "hosts" / pool.host_tree)
+                h["gpu_host_root"] = str(host_trees.host_root(pool.host_tree, pool.nvml_profile, CACHE))
             if pool.nvml_profile:
                 h["gpu_nvml_fixture"] = str(SIM_DIR / "nvml" / "profiles" / f"{pool.nvml_profile}.yml")
             hosts[name] = h

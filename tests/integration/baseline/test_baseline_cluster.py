@@ -239,12 +239,19 @@ def test_cluster_checks_trip_on_real_objects(preflight, faulty_cluster):
     assert got["nfd.existing"]["status"] == "fail" and "nfd/nfd-worker" in got["nfd.existing"]["evidence"]
 
 
-def test_the_role_reports_a_host_without_a_node(testbed, workdir):
-    """The whole role over the test bed's inventory plus one host whose node does not exist."""
+def test_the_role_reports_a_host_without_a_node_and_one_whose_kernel_module_and_nvml_disagree(testbed, workdir):
+    """The whole role over the test bed's inventory (every host's kernel module is its NVML's driver) plus one host
+    whose node does not exist and one that loads kernel module 550.127.05 under an NVML of 570.124.06 - the classic
+    "Driver/library version mismatch" of a driver upgraded without a reboot."""
     inv = yaml.safe_load(testbed.cli("inventory").stdout)
     hosts = inv["all"]["children"]["gpu_hosts"]["hosts"]
     first = next(iter(hosts.values()))
     hosts["ghost-0"] = dict(first, k8s_node_name="ghost-0")
+    hosts["mismatch-0"] = dict(
+        first,
+        gpu_host_root=str(REPO_ROOT / "tests/sim/hosts/ubuntu2204-kubeadm-containerd"),  # loads 550.127.05
+        gpu_nvml_fixture=str(REPO_ROOT / "tests/sim/nvml/profiles/h100-sxm-8.yml"),  # reports 570.124.06
+    )
     inv_path = workdir / "inventory.yml"
     inv_path.write_text(yaml.safe_dump(inv))
     reports = workdir / "reports"
@@ -254,11 +261,25 @@ def test_the_role_reports_a_host_without_a_node(testbed, workdir):
     cmd = [str(BIN / "ansible-playbook"), "-i", str(inv_path), str(play), "--check"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=collection_env(workdir), timeout=600, check=False)
     assert proc.returncode != 0, proc.stdout[-3000:]
-    assert "GPU baseline fail (fail_on=fail): ghost-0" in proc.stdout
+    assert "GPU baseline fail (fail_on=fail): ghost-0, mismatch-0" in proc.stdout
     report = json.loads((reports / "baseline.json").read_text())
+
+    def failed(host):
+        return [f for f in report["hosts"][host]["findings"] if f["severity"] == "fail"]
+
     assert report["hosts"]["ghost-0"]["verdict"] == "fail"
-    assert [f["id"] for f in report["hosts"]["ghost-0"]["findings"] if f["severity"] == "fail"] == ["nodes.mapped"]
-    assert all(row["verdict"] != "fail" for name, row in report["hosts"].items() if name != "ghost-0")
+    assert [f["id"] for f in failed("ghost-0")] == ["nodes.mapped"]
+    assert [(f["id"], f["evidence"]) for f in failed("mismatch-0")] == [
+        (
+            "driver.library_mismatch",
+            "Driver/library version mismatch: the loaded kernel module (/proc/driver/nvidia/version) is 550.127.05, "
+            "NVML's driver is 570.124.06, the user-space library (NVML 12.570.124.06) is 570.124.06",
+        )
+    ]
+    assert failed("mismatch-0")[0]["fix"].startswith("Load driver 570.124.06 kernel module")
+    assert all(
+        row["verdict"] != "fail" for name, row in report["hosts"].items() if name[:-2] not in {"ghost", "mismatch"}
+    )
     md = (reports / "baseline.md").read_text()
     assert "### ghost-0 (fail)" in md and "no Kubernetes node for: ghost-0 (node ghost-0)" in md
     time.sleep(1.0)

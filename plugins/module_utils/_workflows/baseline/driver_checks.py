@@ -109,16 +109,47 @@ def _branch_text(branch, row):
     return "R%s (%s)" % (branch, row["designation"]) if row["designation"] else "R%s" % branch
 
 
-@check("driver.library_mismatch", "host", "fail", "The driver's user-space library matches its kernel module")
+@check("driver.library_mismatch", "host", "fail", "The loaded kernel module, NVML and the user-space library agree")
 def _library_mismatch(ctx, opts):
     nvml = ctx.get("nvidia_gpu") or {}
+    module = fact(ctx, "gpu_host", "nvidia_driver", "version")
     if nvml.get("reason") == "driver_library_mismatch":
         return bad(
-            "NVML reports a driver/library version mismatch (kernel module %s)"
-            % (fact(ctx, "gpu_host", "nvidia_driver", "version") or "unknown"),
-            "Reload the NVIDIA kernel modules or reboot the host, then restart the GPU operands.",
+            "Driver/library version mismatch: NVML cannot initialise against the loaded kernel module %s"
+            % (module or "(version unknown)"),
+            _MISMATCH_FIX % "the installed driver's",
         )
-    return ok("NVML %s" % ("is available" if nvml.get("available") else "reports %s" % nvml.get("reason")))
+    if not nvml.get("available"):
+        return na("NVML is unavailable (%s): see nvml.available" % nvml.get("reason"))
+    if fact(ctx, "gpu_host", "nvidia_driver", "loaded") is False:
+        return na("no NVIDIA kernel module is loaded on the host: nothing to compare NVML with")
+    versions = (
+        ("the loaded kernel module (%s)" % DRIVER_SOURCE, module),
+        ("NVML's driver", nvml.get("driver_version")),
+        ("the user-space library (NVML %s)" % nvml.get("nvml_version"), _library_version(nvml.get("nvml_version"))),
+    )
+    known = [(what, version) for what, version in versions if version]
+    if len({version for _what, version in known}) > 1:
+        library = _library_version(nvml.get("nvml_version")) or nvml.get("driver_version")
+        return bad(
+            "Driver/library version mismatch: %s" % ", ".join("%s is %s" % kv for kv in known),
+            _MISMATCH_FIX % ("driver %s" % library),
+        )
+    if not module:
+        return unknown(ctx, "the loaded kernel module's version, to compare with NVML's", DRIVER_SOURCE)
+    return ok("%s agree on %s" % (" and ".join(what for what, _version in known), known[0][1]))
+
+
+_MISMATCH_FIX = (
+    "Load %s kernel module: stop the GPU workloads on the host, then reboot it (or unload and reload the modules - "
+    "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia), and restart the GPU operands."
+)
+
+
+def _library_version(nvml_version):
+    """The driver version of NVML's own version string (``12.570.124.06`` -> ``570.124.06``), or None."""
+    parts = str(nvml_version or "").split(".")
+    return ".".join(parts[1:]) if len(parts) >= 3 and parts[0].isdigit() and len(parts[0]) <= 2 else None
 
 
 @check("nvml.available", "host", "fail", "NVML answers on a host with a preinstalled driver")

@@ -83,7 +83,14 @@ def nvml(arch="ampere", count=1, driver="550.127.05", health="ok", fabric=None, 
         }
         for i in range(count)
     ]
-    return {"available": True, "driver_version": driver, "gpu_count": count, "health": health, "gpus": gpus}
+    return {
+        "available": True,
+        "driver_version": driver,
+        "nvml_version": "12.%s" % driver,
+        "gpu_count": count,
+        "health": health,
+        "gpus": gpus,
+    }
 
 
 def host_ctx(gpu_host, nvidia_gpu=None):
@@ -269,6 +276,10 @@ UNKNOWN_CASES = {
         lambda t: (host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", DRIVER_GARBLED)), PRE),
         "/proc/driver/nvidia/version (malformed)",
     ),
+    "driver.library_mismatch": (
+        lambda t: (host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", DRIVER_GARBLED), nvml()), PRE),
+        "/proc/driver/nvidia/version (malformed)",
+    ),
     "runtime.nri_enabled": (
         lambda t: (host_ctx(tree(t, "ubuntu2204-kubeadm-containerd", {"etc/containerd/config.toml": GARBLED})), NRI),
         "/etc/containerd/config.toml (malformed)",
@@ -339,7 +350,7 @@ UNKNOWN_CASES = {
         "/etc/containerd/config.toml (malformed)",
     ),
 }
-READ_NO_HOST_FACT = {"driver.library_mismatch", "nvml.available", "gpu.health", "host_facts.problems"}
+READ_NO_HOST_FACT = {"nvml.available", "gpu.health", "host_facts.problems"}
 
 
 def node(name, gpu=True, labels=None, taints=(), unschedulable=False, upgrade_state=None, runtime="containerd://2.1.4"):
@@ -750,7 +761,11 @@ def test_user_checks_report_like_built_in_ones():
 
 def demo_like_report(tmp_path):
     """Three hosts in two pools: one clean, one without a node, one with nouveau loaded and no headers."""
-    hosts = gpu_hosts(("h100-0",), gpu_host=facts("ubuntu2404-operator-driver-root"))
+    hosts = gpu_hosts(
+        ("h100-0",),
+        gpu_host=facts("ubuntu2404-operator-driver-root"),  # its kernel module is 570.124.06, so is its NVML
+        nvidia_gpu=nvml(arch="hopper", count=8, driver="570.124.06", name="NVIDIA H100 80GB HBM3"),
+    )
     hosts["a100-lost"] = dict(hosts["host-0"], node_name="a100-7", pool="a100")
     hosts["l40s-broken"] = dict(
         hosts["host-0"], node_name="h100-1", pool="l40s", gpu_host=facts("broken-nouveau-no-headers")
@@ -934,3 +949,26 @@ def test_nri_not_enabled_is_fixed_in_the_runtime_config_it_was_read_from(tmp_pat
         "needs containerd or CRI-O"
         in by_id(evaluate_host(docker_only, options(NRI))["results"], "runtime.nri_enabled")["evidence"]
     )
+
+
+def test_a_kernel_module_that_disagrees_with_nvml_is_the_driver_library_mismatch_with_the_installed_driver_to_load():
+    ctx = host_ctx(facts("ubuntu2204-kubeadm-containerd"), dict(nvml(driver="570.124.06")))
+    r = by_id(evaluate_host(ctx, options(PRE))["results"], "driver.library_mismatch")
+    assert r["status"] == "fail" and r["severity"] == "fail"
+    assert r["evidence"] == (
+        "Driver/library version mismatch: the loaded kernel module (/proc/driver/nvidia/version) is 550.127.05, "
+        "NVML's driver is 570.124.06, the user-space library (NVML 12.570.124.06) is 570.124.06"
+    )
+    assert r["fix"].startswith("Load driver 570.124.06 kernel module: stop the GPU workloads on the host, then reboot")
+
+
+def test_a_library_that_disagrees_with_the_module_nvml_reports_is_a_mismatch_too():
+    ctx = host_ctx(facts("ubuntu2204-kubeadm-containerd"), dict(nvml(), nvml_version="12.550.144.03"))
+    r = by_id(evaluate_host(ctx, options(PRE))["results"], "driver.library_mismatch")
+    assert r["status"] == "fail" and "the user-space library (NVML 12.550.144.03) is 550.144.03" in r["evidence"]
+
+
+def test_kernel_module_nvml_and_library_that_agree_pass_naming_the_version():
+    ctx = host_ctx(facts("ubuntu2204-kubeadm-containerd"), nvml())
+    r = by_id(evaluate_host(ctx, options(PRE))["results"], "driver.library_mismatch")
+    assert r["status"] == "pass" and r["evidence"].endswith("agree on 550.127.05")
