@@ -103,7 +103,26 @@ seealso:
 """
 
 EXAMPLES = r"""
-- name: Write the audit reports for one cluster
+# The report joins each GPU host's fact results with its node in the cluster's view. From the host that talks to the
+# cluster, the facts of GPU host gpu-node-1 (kept on that host) and the view of its cluster, prod:
+- name: Read the host facts of gpu-node-1
+  gpuops.gpu_operator.gpu_host_facts:
+  delegate_to: gpu-node-1
+  delegate_facts: true
+  register: host_facts
+
+- name: Read the NVML facts of gpu-node-1
+  gpuops.gpu_operator.nvidia_gpu_facts:
+  delegate_to: gpu-node-1
+  delegate_facts: true
+  register: nvml_facts
+
+- name: Read the GPU view of cluster prod, every node in full
+  gpuops.gpu_operator.gpu_cluster_info:
+    node_detail: all
+  register: prod_cluster_info
+
+- name: Write the audit reports for one cluster, with the changes since the last run's snapshot once there is one
   gpuops.gpu_operator.gpu_audit_report:
     dest: /var/lib/gpu-audit
     hosts:
@@ -111,14 +130,24 @@ EXAMPLES = r"""
         cluster: prod
         node_name: gpu-node-1
         pool: h100
-        host_facts_result: "{{ hostvars['gpu-node-1'].host_facts }}"
-        nvml_result: "{{ hostvars['gpu-node-1'].nvml_facts }}"
+        host_facts_result: "{{ host_facts }}"
+        nvml_result: "{{ nvml_facts }}"
     clusters:
       prod:
         result: "{{ prod_cluster_info }}"
-    baseline: /var/lib/gpu-audit/gpu-audit.json
+    baseline: "{{ '/var/lib/gpu-audit/gpu-audit.json' if '/var/lib/gpu-audit/gpu-audit.json' is file else omit }}"
+  register: audit
 
-- name: The whole audit, through the role (facts in parallel, several clusters, unreachable hosts kept)
+# The whole audit through the role, as playbooks/audit.yml runs it - first, in a play on the GPU hosts, each host's
+# facts (in parallel; an unreachable host is kept as such):
+- name: Read each GPU host's facts for the audit
+  ansible.builtin.import_role:
+    name: gpuops.gpu_operator.gpu_audit
+    tasks_from: host_facts
+
+# then, in a play on the controller, the view of every cluster (an inventory group with its own kubeconfig) and the
+# reports in gpu_audit_report_dir:
+- name: Audit the fleet
   ansible.builtin.import_role:
     name: gpuops.gpu_operator.gpu_audit
 """

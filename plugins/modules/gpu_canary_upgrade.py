@@ -271,7 +271,7 @@ EXAMPLES = r"""
 
 - name: Prove the canary pool with a smoke pod per node
   gpuops.gpu_operator.gpu_smoke_test:
-    nodes: "{{ canary_wave.wave.nodes | list }}"
+    nodes: "{{ canary_wave.wave.wave.nodes }}"  # the wave's planned nodes (wave.nodes holds each node's proof)
     tolerations:
       - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}
       - {key: gpuops.io/canary-upgrade, operator: Exists, effect: NoSchedule}
@@ -299,12 +299,13 @@ EXAMPLES = r"""
     step: rollback
     continue_wait: "{{ poll > 0 }}"
   register: canary_rollback
+  when: canary_status.status.phase == 'aborted'
   loop: "{{ range(0, 100) | list }}"
   loop_control:
     loop_var: poll
     label: "{{ canary_rollback.progress.lines | default([]) | join('; ') }}"
     break_when:
-      - canary_rollback is failed or not canary_rollback.progress.waiting
+      - canary_rollback is skipped or canary_rollback is failed or not canary_rollback.progress.waiting
 """
 
 RETURN = r"""

@@ -155,11 +155,13 @@ EXAMPLES = r"""
 - name: Values synthesised from host facts and inventory, user values on top
   gpuops.gpu_operator.gpu_operator:
     chart_ref: oci://registry.example.com/charts/gpu-operator
-    chart_version: v26.3.3
+    chart_version: v26.7.0
     fleet: "{{ hostvars | gpuops.gpu_operator.operator_values(groups['gpu_hosts']) }}"
     values_files:
       - files/gpu-operator-site.yml
 
+# GPUCluster mode is for new installs only - where a ClusterPolicy exists (a release in ClusterPolicy mode) it is
+# refused before any write, saying what to do instead.
 - name: A new install in GPUCluster mode (GPUs through DRA; hosts with drivers of R580 or later)
   gpuops.gpu_operator.gpu_operator:
     chart_repo_url: https://helm.ngc.nvidia.com/nvidia
