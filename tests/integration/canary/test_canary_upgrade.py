@@ -354,7 +354,8 @@ def test_a_stuck_wave_prints_progress_and_stops_early_and_a_rollback_leaves_the_
     assert "Canary upgrade aborted in canary: canary failed: node a100-0: " + why in r.output
     # the status of the failed upgrade: its plan, the failure, each node, what is left and what to run
     out = clean.status()
-    assert "Canary upgrade to driver 610.73.01 (from driver %s and chart v26.3.3)" % source in out
+    # where it started: the driver every GPU node ran (the reset put all 20 on the ClusterPolicy's)
+    assert "Canary upgrade to driver 610.73.01 (from driver %s on 20 node(s); chart v26.3.3)" % source in out
     assert "phase aborted" in out and "Last failure: canary failed: node a100-0: " + why in out
     # (the operator, running again, marks the held nodes upgrade-required for the target it now sees)
     assert re.search(
