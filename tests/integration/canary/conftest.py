@@ -63,6 +63,10 @@ def canary(tmp_path_factory):
                     "-n",
                     NS,
                     "--create-namespace",
+                    # the operands roll out on every node at once (the chart's default is one node at a time): each
+                    # spec's preparation and the reset after it roll the operands of 20 nodes out and back
+                    "--set",
+                    "daemonsets.rollingUpdate.maxUnavailable=100%",
                     "--wait",
                     "--timeout",
                     "600s",
