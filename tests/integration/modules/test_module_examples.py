@@ -263,7 +263,7 @@ def run(testbed, gpu_operator, pending_pod, tmp_path_factory) -> Run:
         output += run_playbook(tmp, "check" if check else "run", playbook, env, check)
     results: dict = {}
     for path in sorted(out.glob("*.json")):
-        module, _, host = path.stem.split(".", 2)
+        module, _unused, host = path.stem.split(".", 2)
         results.setdefault(module, {}).setdefault(host, {}).update(json.loads(path.read_text()))
     return Run(output, results, tmp, before, cluster_state(gpu_operator), testbed.audit_writes(mark))
 
@@ -298,7 +298,7 @@ def test_no_task_fails_but_those_the_examples_say_fail_and_nothing_prints_a_trac
 def test_the_examples_change_nothing_on_the_cluster(run):
     assert run.after == run.before  # the Helm release's revision; nodes' labels, taints, cordon
     writes = [(w["verb"], w["objectRef"]["resource"], w["objectRef"].get("name")) for w in run.writes]
-    assert {resource for _, resource, _ in writes} <= {"selfsubjectaccessreviews"}, writes
+    assert {w[1] for w in writes} <= {"selfsubjectaccessreviews"}, writes
 
 
 def test_gpu_operator_examples_plan_the_install_upgrade_and_removal_in_check_mode(run):
