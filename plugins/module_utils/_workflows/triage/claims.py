@@ -150,17 +150,14 @@ class PodClaims:
         if not matching:
             return "selectors", {"device_class": device_class, "selectors": _cel(alt)}
         exact = alt.get("allocationMode") != "All"
-        if exact and int(alt.get("count") or 1) > len(matching):
-            return "too-few", {
-                "device_class": device_class,
-                "need": int(alt.get("count") or 1),
-                "matching": len(matching),
-            }
+        count = int(alt.get("count") or 1)  # ExactCount's default is one device
+        if exact and count > len(matching):
+            return "too-few", {"device_class": device_class, "need": count, "matching": len(matching)}
         tolerations = alt.get("tolerations") or []
         usable = [
             (k, d) for k, d in matching if not [t for t in blocking(taints_of(d)) if not _tolerated(t, tolerations)]
         ]
-        if not usable or (exact and int(alt.get("count") or 1) > len(usable)):
+        if not usable or (exact and count > len(usable)):
             tainted = {
                 "%s/%s" % (node_name, d.get("name")): [taint_text(t) for t in blocking(taints_of(d))]
                 for _k, d in matching
@@ -172,7 +169,7 @@ class PodClaims:
             if exclusive and not alt.get("adminAccess"):
                 holders["%s/%s" % (node_name, dev.get("name"))] = exclusive
         free = len(usable) - len(holders)
-        need = len(usable) if alt.get("allocationMode") == "All" else int(alt.get("count") or 1)
+        need = count if exact else len(usable)
         if free < need:
             return "allocated", {"need": need, "free": free, "matching": len(matching), "holders": holders}
         return None, None
