@@ -169,6 +169,27 @@ class Op:
     def wait_healthy(self, timeout=90):
         wait_for(self.healthy, timeout, what="ClusterPolicy ready, full allocatable, no driver upgrade under way")
 
+    def drivers_current(self):
+        """Every driver DaemonSet runs its latest pod template, ready, on every node it wants (an OnDelete DaemonSet:
+        NVIDIA's upgrade controller replaces the pods, cordoning each node on the way)."""
+        driver = "app.kubernetes.io/component=nvidia-driver"  # how the upgrade controller finds them
+        for ds in self.apps.list_namespaced_daemon_set(NS, label_selector=driver).items:
+            st = ds.status
+            if st.observed_generation != ds.metadata.generation:
+                return False
+            if not st.desired_number_scheduled == (st.updated_number_scheduled or 0) == (st.number_ready or 0):
+                return False
+        return True
+
+    def wait_settled(self, timeout=300):
+        """After a change of the operands' pod templates (spec.daemonsets): the driver upgrade it starts on every node
+        has finished, and the cluster is healthy (a node mid-upgrade is cordoned, which no spec should race)."""
+        wait_for(
+            lambda: self.drivers_current() and self.healthy(),
+            timeout,
+            what="every driver pod on its DaemonSet's latest template, the cluster healthy",
+        )
+
 
 class NodeRecorder:
     """Watches nodes in a thread and records every value of one label per node (in order)."""

@@ -39,6 +39,8 @@ def gated(gpu_operator):
     op.patch_cp(
         {"daemonsets": {"tolerations": [*tolerations, {"key": KEY, "operator": "Exists", "effect": "NoSchedule"}]}}
     )
+    # a new toleration changes the driver's pod template: NVIDIA's upgrade controller restarts every driver
+    op.wait_settled()
     a, b = sorted(n for n in op.gpu_nodes if op.node(n).metadata.labels.get("nvidia.com/mig.capable") == "true")[:2]
     t4 = sorted(set(op.gpu_nodes) - {a, b})[0]
     yield a, b, t4
@@ -46,7 +48,7 @@ def gated(gpu_operator):
         op.fault(n, None)
         op.core.patch_node(n, {"metadata": {"annotations": {RECORD: None}}, "spec": {"taints": None}})
     op.patch_cp({"daemonsets": {"tolerations": tolerations}})
-    op.wait_healthy(timeout=120)
+    op.wait_settled()
 
 
 def _taints(op, node):
