@@ -169,25 +169,37 @@ class Op:
     def wait_healthy(self, timeout=90):
         wait_for(self.healthy, timeout, what="ClusterPolicy ready, full allocatable, no driver upgrade under way")
 
-    def drivers_current(self):
+    def driver_daemonsets(self):
+        """The driver DaemonSets, found as NVIDIA's upgrade controller finds them."""
+        selector = "app.kubernetes.io/component=nvidia-driver"
+        return self.apps.list_namespaced_daemon_set(NS, label_selector=selector).items
+
+    def driver_generations(self):
+        """``{name: generation}`` of the driver DaemonSets: pass it to wait_settled() after a change."""
+        return {ds.metadata.name: ds.metadata.generation for ds in self.driver_daemonsets()}
+
+    def drivers_current(self, since=None):
         """Every driver DaemonSet runs its latest pod template, ready, on every node it wants (an OnDelete DaemonSet:
-        NVIDIA's upgrade controller replaces the pods, cordoning each node on the way)."""
-        driver = "app.kubernetes.io/component=nvidia-driver"  # how the upgrade controller finds them
-        for ds in self.apps.list_namespaced_daemon_set(NS, label_selector=driver).items:
+        NVIDIA's upgrade controller replaces the pods, cordoning each node on the way); with ``since``
+        (driver_generations() before a change), only once each has a newer template than then."""
+        for ds in self.driver_daemonsets():
             st = ds.status
+            if since and ds.metadata.generation <= since.get(ds.metadata.name, 0):
+                return False
             if st.observed_generation != ds.metadata.generation:
                 return False
             if not st.desired_number_scheduled == (st.updated_number_scheduled or 0) == (st.number_ready or 0):
                 return False
         return True
 
-    def wait_settled(self, timeout=300):
-        """After a change of the operands' pod templates (spec.daemonsets): the driver upgrade it starts on every node
-        has finished, and the cluster is healthy (a node mid-upgrade is cordoned, which no spec should race)."""
+    def wait_settled(self, since, timeout=300):
+        """After a change of the operands' pod templates (spec.daemonsets), made when the driver DaemonSets were at
+        ``since`` (driver_generations()): the simulated operator has rendered it, the driver restart it starts on every
+        node has finished, and the cluster is healthy (a node mid-upgrade is cordoned, which no spec should race)."""
         wait_for(
-            lambda: self.drivers_current() and self.healthy(),
+            lambda: self.drivers_current(since) and self.healthy(),
             timeout,
-            what="every driver pod on its DaemonSet's latest template, the cluster healthy",
+            what="every driver pod on its DaemonSet's new template, the cluster healthy",
         )
 
 

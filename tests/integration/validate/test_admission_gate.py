@@ -36,19 +36,21 @@ def gated(gpu_operator):
     op = gpu_operator
     op.wait_healthy(timeout=120)
     tolerations = (op.cp()["spec"].get("daemonsets") or {}).get("tolerations") or []
+    drivers = op.driver_generations()
     op.patch_cp(
         {"daemonsets": {"tolerations": [*tolerations, {"key": KEY, "operator": "Exists", "effect": "NoSchedule"}]}}
     )
     # a new toleration changes the driver's pod template: NVIDIA's upgrade controller restarts every driver
-    op.wait_settled()
+    op.wait_settled(drivers)
     a, b = sorted(n for n in op.gpu_nodes if op.node(n).metadata.labels.get("nvidia.com/mig.capable") == "true")[:2]
     t4 = sorted(set(op.gpu_nodes) - {a, b})[0]
     yield a, b, t4
     for n in op.gpu_nodes:
         op.fault(n, None)
         op.core.patch_node(n, {"metadata": {"annotations": {RECORD: None}}, "spec": {"taints": None}})
+    drivers = op.driver_generations()
     op.patch_cp({"daemonsets": {"tolerations": tolerations}})
-    op.wait_settled()
+    op.wait_settled(drivers)
 
 
 def _taints(op, node):
