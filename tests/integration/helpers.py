@@ -46,6 +46,14 @@ MODULE_PLAY = """
 """
 
 
+def rolled_out(ds) -> bool:
+    """A DaemonSet (kubernetes client object) runs its latest pod template, ready, on every node it wants."""
+    st = ds.status
+    if st.observed_generation != ds.metadata.generation:
+        return False
+    return st.desired_number_scheduled == (st.updated_number_scheduled or 0) == (st.number_ready or 0)
+
+
 def collection_env(base):
     """Environment for ansible-playbook with ``base``/collections holding this checkout (the link is made here)
     and no kubeconfig from the caller's environment (K8S_AUTH_KUBECONFIG, KUBECONFIG)."""

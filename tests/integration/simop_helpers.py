@@ -183,12 +183,9 @@ class Op:
         NVIDIA's upgrade controller replaces the pods, cordoning each node on the way); with ``since``
         (driver_generations() before a change), only once each has a newer template than then."""
         for ds in self.driver_daemonsets():
-            st = ds.status
             if since and ds.metadata.generation <= since.get(ds.metadata.name, 0):
                 return False
-            if st.observed_generation != ds.metadata.generation:
-                return False
-            if not st.desired_number_scheduled == (st.updated_number_scheduled or 0) == (st.number_ready or 0):
+            if not helpers.rolled_out(ds):
                 return False
         return True
 

@@ -16,7 +16,7 @@ import sysconfig
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.integration.helpers import wait_for
+from tests.integration.helpers import rolled_out, wait_for
 from tests.sim import testbed as tb
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -181,15 +181,11 @@ class CanaryBed:
     def daemonsets_rolled_out(self):
         """True when every rolling DaemonSet of the operator namespace runs its current template on every node,
         ready (an OnDelete one, the driver's, moves only when its pods are deleted)."""
-        for ds in self.apps.list_namespaced_daemon_set(NS).items:
-            st = ds.status
-            if ds.spec.update_strategy.type == "OnDelete":
-                continue
-            if st.observed_generation != ds.metadata.generation:
-                return False
-            if not st.desired_number_scheduled == (st.updated_number_scheduled or 0) == (st.number_ready or 0):
-                return False
-        return True
+        return all(
+            rolled_out(ds)
+            for ds in self.apps.list_namespaced_daemon_set(NS).items
+            if ds.spec.update_strategy.type != "OnDelete"
+        )
 
     def prepared_objects(self):
         """The specs a canary preparation changes: the ClusterPolicy's and the NFD worker DaemonSet's."""

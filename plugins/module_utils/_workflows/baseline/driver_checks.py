@@ -123,17 +123,17 @@ def _library_mismatch(ctx, opts):
         return na("NVML is unavailable (%s): see nvml.available" % nvml.get("reason"))
     if fact(ctx, "gpu_host", "nvidia_driver", "loaded") is False:
         return na("no NVIDIA kernel module is loaded on the host: nothing to compare NVML with")
+    library = _library_version(nvml.get("nvml_version"))
     versions = (
         ("the loaded kernel module (%s)" % DRIVER_SOURCE, module),
         ("NVML's driver", nvml.get("driver_version")),
-        ("the user-space library (NVML %s)" % nvml.get("nvml_version"), _library_version(nvml.get("nvml_version"))),
+        ("the user-space library (NVML %s)" % nvml.get("nvml_version"), library),
     )
     known = [(what, version) for what, version in versions if version]
     if len({version for _what, version in known}) > 1:
-        library = _library_version(nvml.get("nvml_version")) or nvml.get("driver_version")
         return bad(
             "Driver/library version mismatch: %s" % ", ".join("%s is %s" % kv for kv in known),
-            _MISMATCH_FIX % ("driver %s" % library),
+            _MISMATCH_FIX % ("driver %s" % (library or nvml.get("driver_version"))),
         )
     if not module:
         return unknown(ctx, "the loaded kernel module's version, to compare with NVML's", DRIVER_SOURCE)
