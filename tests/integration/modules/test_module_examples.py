@@ -322,7 +322,8 @@ def changed_nodes(before, after) -> dict:
         if (labels, taints, cordon) != (was_labels, was_taints, was_cordon):
             keys = sorted(k for k in set(labels) | set(was_labels) if labels.get(k) != was_labels.get(k))
             out[name] = {"labels": {k: (was_labels.get(k), labels.get(k)) for k in keys}, "taints": taints}
-            out[name].update(cordon=cordon) if cordon != was_cordon else None
+            if cordon != was_cordon:
+                out[name]["cordon"] = cordon
     return out
 
 
