@@ -135,3 +135,11 @@ def test_an_xid_warning_about_a_gpu_node_writes_its_triage_report(rulebook, gpu_
     doc = json.loads(report.read_text())
     assert doc["node"] == node and doc["trigger"]["reasons"] == ["xid"]
     assert "Xid=79" in doc["trigger"]["message"] and doc["summary_lines"]
+
+
+def test_the_bed_nodes_walked_through_a_driver_restart_under_the_watch_are_not_admitted_again(rulebook, gpu_operator):
+    """The fixture's toleration restarted every driver while the source watched: NVIDIA's upgrade controller walked
+    each node through its upgrade states, which is no new GPU capability, so no bed node got an admission record."""
+    op = gpu_operator
+    bed = sorted(set(op.gpu_nodes) - set(rulebook.joined))
+    assert bed and {n: _record(op, n) for n in bed} == dict.fromkeys(bed)

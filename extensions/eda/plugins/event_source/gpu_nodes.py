@@ -8,8 +8,8 @@ It watches the Nodes that ``label_selector`` selects (filtered by the API server
 written about Nodes and the DRA ResourceSlices, and puts one event on the queue per node and purpose:
 
 - ``{"gpu_node": {"action": "admit", "node": N, "reasons": [...], ...}}`` when a GPU node appeared, changed its GPU
-  capability (its ``nvidia.com/`` labels, its allocatable or capacity ``nvidia.com/gpu``, its ResourceSlices'
-  devices) or lost its admission record or taint;
+  capability (its ``nvidia.com/`` labels but the driver upgrade and MIG config states, its allocatable or capacity
+  ``nvidia.com/gpu``, its ResourceSlices' devices) or lost its admission record or taint;
 - ``{"gpu_node": {"action": "triage", "node": N, "reasons": ["xid"], "message": ...}}`` when a Warning Event whose
   reason matches ``event_reason`` was written about a selected node.
 
@@ -18,7 +18,8 @@ resumes from the last version it saw; a 410 Gone (the version was compacted away
 with what it knew, so no change is lost across an API server restart. Errors (429, 5xx, a refused or dropped
 connection) are retried after a bounded exponential backoff with full jitter (a 429's Retry-After when longer).
 Events of one node are coalesced: one event per node and action once ``debounce`` seconds pass without a new change
-(at most ``max_delay`` after the first), so a node's burst of label changes runs the admission path once.
+(at most ``max_delay`` after the first), so a node's burst of label changes runs the admission path once; a capability
+that is back where it was when the event is due announces nothing (a device plugin restart).
 
 Arguments (all optional):
   kubeconfig, context: as for the kubernetes client (default: in-cluster, then ~/.kube/config or KUBECONFIG).
@@ -56,6 +57,9 @@ LOG = logging.getLogger("gpuops.gpu_operator.gpu_nodes")
 USER_AGENT = "gpuops-eda-gpu-nodes/1"
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_LABEL_PREFIX = "nvidia.com/"
+#: ``nvidia.com/`` labels that say where a node is in a process, not what it can do: NVIDIA's driver upgrade state
+#: machine and the MIG manager walk every node through them (the capability labels change once the change is done).
+PROGRESS_LABELS = frozenset({"nvidia.com/gpu-driver-upgrade-state", "nvidia.com/mig.config.state"})
 RETRYABLE = frozenset({408, 429, 500, 502, 503, 504})
 DEFAULTS = {
     "label_selector": "feature.node.kubernetes.io/pci-10de.present=true",
@@ -93,7 +97,9 @@ def node_view(node, annotation, taint_key):
     labels = meta.get("labels") or {}
     return {
         "capability": {
-            "labels": {k: v for k, v in sorted(labels.items()) if k.startswith(GPU_LABEL_PREFIX)},
+            "labels": {
+                k: v for k, v in sorted(labels.items()) if k.startswith(GPU_LABEL_PREFIX) and k not in PROGRESS_LABELS
+            },
             "allocatable": (status.get("allocatable") or {}).get(GPU_RESOURCE),
             "capacity": (status.get("capacity") or {}).get(GPU_RESOURCE),
         },
@@ -148,12 +154,17 @@ class Coalescer:
         self.clock = clock
         self.pending = {}
 
-    def add(self, node, action, reasons, **data):
+    def add(self, node, action, reasons, undone_at=None, **data):
+        """Merge one change into the pending event of ``(node, action)``. ``undone_at``: the capability from before a
+        change that only changed the capability - the event is dropped when it is due with ``data["capability"]``
+        back at that value (a device plugin restarting takes a node's GPUs away for a second and gives them back)."""
         now = self.clock()
         key = (node, action)
         entry = self.pending.get(key)
         if entry is None:
-            entry = self.pending[key] = {"first": now, "reasons": [], "data": {}}
+            entry = self.pending[key] = {"first": now, "reasons": [], "data": {}, "undone_at": undone_at}
+        elif undone_at is None:
+            entry["undone_at"] = None
         entry["last"] = now
         entry["reasons"].extend(r for r in reasons if r not in entry["reasons"])
         entry["data"].update(data)
@@ -172,6 +183,8 @@ class Coalescer:
         out = []
         for _first, (node, action) in ready:
             entry = self.pending.pop((node, action))
+            if entry["undone_at"] is not None and entry["data"].get("capability") == entry["undone_at"]:
+                continue
             out.append({"gpu_node": {"action": action, "node": node, "reasons": entry["reasons"], **entry["data"]}})
         return out
 
@@ -224,11 +237,13 @@ class Tracker:
         if kind == "DELETED":
             self._gone(name)
             return
+        old = self.nodes.get(name)
         new = node_view(node, self.annotation, self.taint)
-        reasons = admit_reasons(self.nodes.get(name), new)
+        reasons = admit_reasons(old, new)
         self.nodes[name] = new
         if reasons:
-            self.coalescer.add(name, "admit", reasons, **self._data(new))
+            undone_at = old["capability"] if reasons == ["capability-changed"] else None
+            self.coalescer.add(name, "admit", reasons, undone_at=undone_at, **self._data(new))
 
     def _gone(self, name):
         self.nodes.pop(name, None)

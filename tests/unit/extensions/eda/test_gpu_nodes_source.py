@@ -258,6 +258,41 @@ def test_heartbeats_and_the_gates_own_writes_announce_nothing():
     assert due_after(coalescer, clock, 60) == []
 
 
+def test_gpus_that_go_away_and_come_back_before_the_event_is_due_announce_nothing():
+    """A device plugin restart (every driver restart brings one) takes the GPUs off the node for a second; a change
+    that is still there when the event is due, or that comes with another reason, is announced."""
+    tracker, coalescer, clock = tracked()
+    admitted = json.dumps({"state": "admitted"})
+    tracker.nodes_listed([node("a", record=admitted), node("b", record=admitted)])
+    tracker.node_event("MODIFIED", node("a", rv="2", gpus="0", record=admitted))
+    tracker.node_event("MODIFIED", node("a", rv="3", gpus="8", record=admitted))
+    tracker.node_event("MODIFIED", node("b", rv="2", gpus="0", record=admitted))
+    tracker.node_event("MODIFIED", node("b", rv="3", gpus="8", record=None))
+    assert [(e["gpu_node"]["node"], e["gpu_node"]["reasons"]) for e in due_after(coalescer, clock, 60)] == [
+        ("b", ["capability-changed", "admission-record-lost"])
+    ]
+    tracker.node_event("MODIFIED", node("a", rv="4", gpus="7", record=admitted))
+    (event,) = due_after(coalescer, clock, 60)
+    assert (event["gpu_node"]["node"], event["gpu_node"]["capability"]["allocatable"]) == ("a", "7")
+
+
+def test_a_driver_upgrade_passing_through_a_node_announces_nothing_until_its_driver_labels_change():
+    """NVIDIA's upgrade controller walks every node through its upgrade states whenever the driver's pod template
+    changes; a node mid-upgrade is not a new capability (its GPU feature labels change once the new driver runs)."""
+    tracker, coalescer, clock = tracked()
+    tracker.nodes_listed([node("a", record=json.dumps({"state": "admitted"}))])
+    for rv, state in enumerate(["upgrade-required", "cordon-required", "pod-restart-required", "upgrade-done"], 2):
+        labels = {"nvidia.com/gpu-driver-upgrade-state": state, "nvidia.com/mig.config.state": "pending"}
+        tracker.node_event("MODIFIED", node("a", rv=str(rv), record=json.dumps({"state": "admitted"}), labels=labels))
+    assert due_after(coalescer, clock, 60) == []
+    tracker.node_event(
+        "MODIFIED",
+        node("a", rv="9", record=json.dumps({"state": "admitted"}), labels={"nvidia.com/cuda.driver.major": "580"}),
+    )
+    (event,) = due_after(coalescer, clock, 60)
+    assert event["gpu_node"]["reasons"] == ["capability-changed"]
+
+
 @pytest.mark.parametrize(("initial", "announced"), [("unadmitted", ["new"]), ("all", ["new", "old"]), ("none", [])])
 def test_the_first_list_announces_the_nodes_the_initial_argument_names(initial, announced):
     tracker, coalescer, clock = tracked(initial)
