@@ -16,8 +16,11 @@ description:
   - "Reads one M(gpuops.gpu_operator.gpu_cluster_info) result and says how many GPU nodes are operands-ready (the
     module's C(operands_ready)) and, for the first O(limit) nodes that are not, why - for example
     C(20 s: 5/6 GPU nodes ready; waiting for a100-noruntime-0: device-plugin ContainerCreating)."
-  - The reason of a node is its not-ready operand pods (component and waiting reason or phase), the required operands
-    without a pod, a node the operator has not labelled yet, or a node that is not Ready.
+  - The reason of a node is its not-ready operand pods (component and waiting reason or phase, and the start of a
+    failing sandbox's error), the required operands without a pod, a node the operator has not labelled yet, or a
+    node that is not Ready.
+  - When every node that is not ready is stuck (the module's C(operands_stuck) - an operand that waiting will not make
+    ready), the line says the wait stops there; a polling loop breaks on the same totals (see the example).
   - The nodes are counted from the result's C(totals) and the waiting ones found in its C(node_summary), which holds
     every node not operands-ready whatever C(node_detail), so any O(node_detail) gives the same count; a node
     without its full view in C(nodes) (C(node_detail=none)) is named with its problem codes.
@@ -57,7 +60,7 @@ EXAMPLES = r"""
     pause: 10
     label: "{{ wait | gpuops.gpu_operator.fleet_wait_line(elapsed=poll * 10, timeout=120, final=(poll == 12)) }}"
     break_when:
-      - wait is failed or wait.totals.nodes_operands_ready == wait.totals.nodes
+      - wait is failed or wait.totals.nodes_operands_ready + wait.totals.nodes_operands_stuck >= wait.totals.nodes
 """
 
 RETURN = r"""
@@ -67,12 +70,24 @@ _value:
 """
 
 
+#: Characters of a sandbox error kept in the line.
+SANDBOX_CHARS = 80
+
+
 def _pod_reason(component, pod):
-    """``device-plugin ContainerCreating`` / ``driver CrashLoopBackOff (4 restarts)`` / ``dcgm-exporter Pending``."""
+    """``device-plugin ContainerCreating`` / ``driver CrashLoopBackOff (4 restarts)`` / ``dcgm-exporter Pending``;
+    a failing sandbox adds the start of its error."""
     reason = pod.get("waiting_reason") or ("terminating" if pod.get("terminating") else None) or pod.get("phase")
     text = "%s %s" % (component, reason or "not ready")
     restarts = pod.get("restarts") or 0
-    return text + (" (%d restarts)" % restarts if restarts else "")
+    if restarts:
+        text += " (%d restarts)" % restarts
+    if pod.get("sandbox_error") and reason == "ContainerCreating":
+        error = pod["sandbox_error"]
+        text += " (FailedCreatePodSandBox: %s)" % (
+            error[:SANDBOX_CHARS] + "..." if len(error) > SANDBOX_CHARS else error
+        )
+    return text
 
 
 def node_reasons(node):
@@ -106,7 +121,8 @@ def _not_ready(result, limit):
     if len(waiting) > limit:
         named.append("%d more node(s)" % (len(waiting) - limit))
     total = (result.get("totals") or {}).get("nodes", len(summary))
-    return total, total - len(waiting), named
+    stuck = sum(1 for name in waiting if summary[name].get("operands_stuck"))
+    return total, total - len(waiting), stuck, named
 
 
 def fleet_wait_line(result, elapsed=None, timeout=None, final=False, limit=3):
@@ -116,14 +132,16 @@ def fleet_wait_line(result, elapsed=None, timeout=None, final=False, limit=3):
         return prefix + "not polled"
     if result.get("failed") or "nodes" not in result:
         return prefix + "could not read the cluster: %s" % (result.get("msg") or "no result")
-    total, ready, named = _not_ready(result, max(int(limit), 0))
+    total, ready, stuck, named = _not_ready(result, max(int(limit), 0))
     if total == 0:
         return prefix + "no GPU node found"
     line = "%s%d/%d GPU nodes ready" % (prefix, ready, total)
     if ready == total:
         return line
     line += "; waiting for " + "; ".join(named)
-    if final:
+    if ready + stuck == total:
+        line += " - not waiting longer: %d node(s) stuck; the checks below name what is wrong" % stuck
+    elif final:
         after = " after %d s" % int(timeout) if timeout is not None else ""
         line += " - not waiting longer%s; the checks below name what is wrong" % after
     return line

@@ -20,16 +20,19 @@ description:
     in its ResourceSlices, with their attributes, device taints, the pool generation and whether the pool is
     complete, which devices are allocated or free and the claims holding them; plus the DeviceClasses (RV(dra)).
   - Uses a fixed, small number of paginated LIST requests whatever the cluster size (nodes, pods of the operator
-    namespace, ClusterPolicies, NVIDIADrivers, the driver's ResourceSlices, DeviceClasses and ResourceClaims,
-    C(/version)); never one request per node. A LIST of up to O(page_size) objects is one request, so with the
-    default O(page_size=2000) 1,000 GPU nodes with 7 operands each take 9 requests (1 for the nodes, 4 for 7,000
-    pods, 4 more) and 1,000 DRA nodes with 3 operands and up to 2,000 claims take 10 (1 for the nodes, 2
-    for 3,000 pods, 7 more, one of them the operator's pods in every namespace when no ClusterPolicy reports the
-    operator namespace - see O(operator_namespace)).
+    namespace, ClusterPolicies, NVIDIADrivers, GPUClusters (only without a ClusterPolicy), the driver's
+    ResourceSlices, DeviceClasses and ResourceClaims, C(/version)); never one request per node. A LIST of up to
+    O(page_size) objects is one request, so with the default O(page_size=2000) 1,000 GPU nodes with 7 operands each
+    take 9 requests (1 for the nodes, 4 for 7,000 pods, 4 more) and 1,000 DRA nodes with 3 operands and up to
+    2,000 claims take 11 (1 for the nodes, 2 for 3,000 pods, 8 more, among them the GPUClusters when there is no
+    ClusterPolicy and the operator's pods in every namespace when no ClusterPolicy reports the operator namespace -
+    see O(operator_namespace)).
+  - The operator namespace's C(FailedCreatePodSandBox) Events are listed (one more paginated LIST) only while some
+    operand pod waits in C(ContainerCreating), to tell a sandbox that fails from one still being made.
   - DeviceClasses and ResourceClaims are listed only when some node publishes a ResourceSlice of O(dra_driver);
     a cluster that does not serve C(resource.k8s.io/v1) (HTTP 404; Kubernetes before 1.34) has no DRA devices.
-  - Read-only. Needs RBAC C(list) on nodes, on pods in O(operator_namespace) (and in every namespace when it is
-    discovered and the ClusterPolicy does not report it), on
+  - Read-only. Needs RBAC C(list) on nodes, on pods and events in O(operator_namespace) (and in every namespace
+    when it is discovered and the ClusterPolicy does not report it), on
     C(clusterpolicies.nvidia.com) and C(nvidiadrivers.nvidia.com), and on C(resourceslices), C(deviceclasses) and
     C(resourceclaims) of C(resource.k8s.io).
   - Transient API failures (HTTP 429, 5xx, connection errors) are retried with exponential backoff and jitter,
@@ -164,14 +167,16 @@ nodes:
       C(upgrade_state) (label C(nvidia.com/gpu-driver-upgrade-state), null when absent); C(upgrade_skip);
       C(deploy) (the C(nvidia.com/gpu.deploy.<component>) labels by component); C(labels) (all C(nvidia.com/*) and
       NVIDIA PCI labels); C(kubelet_version), C(kernel_version), C(os_image), C(container_runtime_version);
-      C(operands), C(operands_missing) and C(operands_ready); C(mode) and C(dra).
+      C(operands), C(operands_missing), C(operands_ready) and C(operands_stuck); C(mode) and C(dra).
     - C(mode) is how GPUs reach pods on the node - V(extended-resource) (it advertises C(nvidia.com/gpu) or
       C(nvidia.com/mig-*) capacity, the device plugin's way), V(dra) (it publishes DRA devices), V(both), or V(none).
     - C(operands) maps a component (C(driver), C(container-toolkit), C(device-plugin), C(gpu-feature-discovery),
       C(dcgm-exporter), C(operator-validator), C(mig-manager), ...) to its pod on the node - C(name), C(phase),
       C(ready), C(restarts) (all containers, init included), C(waiting_reason), C(last_termination_reason),
       C(last_termination_container), C(last_termination_message) (first 500 characters), C(terminating),
-      C(start_time), C(other_pods) (more pods of the same component on the node, during a rollout).
+      C(start_time), C(other_pods) (more pods of the same component on the node, during a rollout), C(sandbox_error)
+      (the message of the pod's newest C(FailedCreatePodSandBox) event, null when none; read only while some
+      operand pod waits in C(ContainerCreating)).
     - C(operands_missing) lists the required operands (C(driver), C(container-toolkit), C(device-plugin),
       C(dra-driver)) whose C(nvidia.com/gpu.deploy.<component>) label is C(true) and which the ClusterPolicy enables
       (C(driver.enabled), C(toolkit.enabled), C(devicePlugin.enabled); all by default) but which have no pod on the
@@ -194,6 +199,10 @@ nodes:
     - C(operands_ready) is true when the operator has labelled the node (C(nvidia.com/gpu.present=true)), no required
       operand is missing and every operand pod on the node is Ready (or Succeeded, for validation pods). A node the
       operator has not reached yet is not ready, though no operand pod runs there.
+    - C(operands_stuck) is true when an operand pod on the node will not get ready by waiting - its sandbox cannot
+      be created (C(ContainerCreating) with a C(sandbox_error)), its image cannot be pulled (C(ImagePullBackOff),
+      C(ErrImagePull), C(InvalidImageName)), its container cannot be created (C(CreateContainerConfigError),
+      C(CreateContainerError)), or it crash-loops after 3 restarts or more; a wait on the operands can stop there.
   returned: always
   type: dict
   sample:
@@ -215,9 +224,11 @@ nodes:
       operands:
         device-plugin: {name: nvidia-device-plugin-daemonset-x7k2p, phase: Running, ready: true, restarts: 0,
                         waiting_reason: null, last_termination_reason: null, last_termination_container: null,
-                        terminating: false, start_time: "2026-01-01T00:00:00Z", other_pods: []}
+                        terminating: false, start_time: "2026-01-01T00:00:00Z", other_pods: [],
+                        sandbox_error: null}
       operands_missing: []
       operands_ready: true
+      operands_stuck: false
       mode: extended-resource
       dra: {driver: gpu.nvidia.com, expected: false, plugin_pod: null, plugin_ready: false, pools: [], slices: [],
             devices: [], device_types: {}, products: {}, driver_version: null, devices_total: 0,
@@ -249,8 +260,8 @@ nodes:
 node_summary:
   description:
     - GPU nodes keyed by node name - by default (O(node_detail=problems)) only those with a problem, with any other
-      O(node_detail) every one - in a few fields - C(mode), C(ready),
-      C(unschedulable), C(operands_ready) (as in RV(nodes)), C(gpu_capacity) and C(gpu_allocatable) (the
+      O(node_detail) every one - in a few fields - C(mode), C(ready), C(unschedulable), C(operands_ready) and
+      C(operands_stuck) (as in RV(nodes)), C(gpu_capacity) and C(gpu_allocatable) (the
       C(nvidia.com/gpu) resource, null when not advertised), C(dra_devices) (DRA devices published), and
       C(problems).
     - C(problems) lists, in this order, V(not-ready), V(unschedulable) (cordoned), V(foreign-quarantine) (its
@@ -260,10 +271,11 @@ node_summary:
   returned: always
   type: dict
   sample:
-    gpu-h100-0: {mode: extended-resource, ready: true, unschedulable: false, operands_ready: true, gpu_capacity: 8,
-                 gpu_allocatable: 8, dra_devices: 0, problems: []}
-    gpu-h100-1: {mode: extended-resource, ready: true, unschedulable: true, operands_ready: false, gpu_capacity: 8,
-                 gpu_allocatable: 8, dra_devices: 0, problems: [unschedulable, operands-not-ready]}
+    gpu-h100-0: {mode: extended-resource, ready: true, unschedulable: false, operands_ready: true,
+                 operands_stuck: false, gpu_capacity: 8, gpu_allocatable: 8, dra_devices: 0, problems: []}
+    gpu-h100-1: {mode: extended-resource, ready: true, unschedulable: true, operands_ready: false,
+                 operands_stuck: false, gpu_capacity: 8, gpu_allocatable: 8, dra_devices: 0,
+                 problems: [unschedulable, operands-not-ready]}
 cluster_policy:
   description:
     - The ClusterPolicy the operator acts on (O(cluster_policy), else one that is not C(ignored), then the oldest,
@@ -317,7 +329,7 @@ dra:
 totals:
   description:
     - Fleet totals over every GPU node, whatever O(node_detail) - C(nodes), C(nodes_ready),
-      C(nodes_unschedulable), C(nodes_operands_ready),
+      C(nodes_unschedulable), C(nodes_operands_ready), C(nodes_operands_stuck),
       C(gpu_capacity), C(gpu_allocatable), C(mig_capacity) and C(mig_allocatable) (by resource name),
       C(products), C(driver_versions) and C(upgrade_states) (node counts by value), C(operand_pods),
       C(operand_pods_not_ready), C(operand_pods_unscheduled), C(modes) (node counts by C(mode)), C(dra_devices),
@@ -327,13 +339,15 @@ totals:
   sample: {nodes: 3, nodes_ready: 3, gpu_capacity: 17, gpu_allocatable: 17, upgrade_states: {upgrade-done: 3}}
 operator:
   description:
-    - The operator's names this run used and how each was found - C(namespace), C(namespace_source) (V(option),
-      V(cluster_policy), V(operator_pods), V(nvidia_driver) or V(default)), C(cluster_policy), C(nvidia_drivers)
-      and C(problems) (sentences).
+    - The operator's names this run used and how each was found - C(mode) (V(clusterpolicy), V(nvidiadriver) - a
+      ClusterPolicy that takes the driver from NVIDIADriver objects, V(gpucluster) - the 26.7+ GPUCluster CR, or
+      null when neither object exists), C(namespace), C(namespace_source) (V(option), V(cluster_policy),
+      V(operator_pods), V(nvidia_driver) or V(default)), C(cluster_policy), C(gpu_cluster) (the GPUCluster in use
+      when there is no ClusterPolicy), C(nvidia_drivers) and C(problems) (sentences).
   returned: always
   type: dict
-  sample: {namespace: nvidia-gpu-operator, namespace_source: cluster_policy, cluster_policy: gpu-cluster-policy,
-           nvidia_drivers: [], problems: []}
+  sample: {mode: clusterpolicy, namespace: nvidia-gpu-operator, namespace_source: cluster_policy,
+           cluster_policy: gpu-cluster-policy, gpu_cluster: null, nvidia_drivers: [], problems: []}
 driver_upgrades:
   description:
     - One entry per GPU node whose driver upgrade (NVIDIA's upgrade controller, label

@@ -147,7 +147,8 @@ cluster_policy:
   type: dict
 operator:
   description: The operator's names this run used and how each was found, as M(gpuops.gpu_operator.gpu_cluster_info)
-    returns them (C(namespace), C(namespace_source), C(cluster_policy), C(nvidia_drivers), C(problems)).
+    returns them (C(mode), C(namespace), C(namespace_source), C(cluster_policy), C(gpu_cluster),
+    C(nvidia_drivers), C(problems)).
   returned: when O(sections) has V(namespace) or V(cluster_policy)
   type: dict
 access:

@@ -143,7 +143,8 @@ summary:
     - The verdict of every host's node, as P(gpuops.gpu_operator.fleet_summary#filter) returns it (C(rows),
       C(passed), C(failed), C(quarantined), C(failed_by_layer), C(by_owner), C(lines), ...), with C(admission) (the
       plan's report) when O(admission) is set.
-    - C(policy_status) says how to read the ClusterPolicy's state for the operator release that runs (C(release),
+    - C(policy_status) says how to read the state of the ClusterPolicy (or, in GPUCluster mode, the GPUCluster -
+      C(kind), C(name), C(state)) for the operator release that runs (C(release),
       C(status_covers_upgrades), the nodes C(upgrading), C(meaning) V(ready), V(not-ready), V(upgrading) or
       V(not-proven), and C(text)); the C(upgrade) check of each row compares the node's driver with the version the
       ClusterPolicy or its NVIDIADriver is set to.
@@ -176,7 +177,8 @@ generated_at:
   type: str
 operator:
   description: The operator's names this run used and how each was found, as M(gpuops.gpu_operator.gpu_cluster_info)
-    returns them (C(namespace), C(namespace_source), C(cluster_policy), C(nvidia_drivers), C(problems)).
+    returns them (C(mode), C(namespace), C(namespace_source), C(cluster_policy), C(gpu_cluster),
+    C(nvidia_drivers), C(problems)).
   returned: always
   type: dict
 api_requests:

@@ -26,6 +26,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_v
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operand_pods import (
     conditions_by_type,
     operand_ok,
+    operand_stuck,
     operands_by_node,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operator_names import cluster_policy_in_use
@@ -228,6 +229,9 @@ def node_view(node, operands=None, required=ALL_REQUIRED, dra=None, known=None):
         "operands_ready": labels.get(PRESENT_LABEL) == "true"
         and not missing
         and all(operand_ok(s) for s in operands.values()),
+        # some operand is not ready and waiting will not change that (operand_pods.operand_stuck): a wait for the
+        # operands can stop, the checks name the layer
+        "operands_stuck": any(operand_stuck(s) for s in operands.values()),
     }
 
 
@@ -274,6 +278,11 @@ def cluster_policy_view(policies, name=None):
     return view
 
 
+def gpu_cluster_view(obj):
+    """The summary of a GPUCluster (26.7+; ``kind`` says which object it is), or None."""
+    return dict(_cr_summary(obj), kind="GPUCluster") if obj else None
+
+
 def nvidia_driver_view(obj):
     spec = obj.get("spec") or {}
     view = _cr_summary(obj)
@@ -304,6 +313,7 @@ def totals(nodes, unscheduled_operands=()):
         "nodes_ready": 0,
         "nodes_unschedulable": 0,
         "nodes_operands_ready": 0,
+        "nodes_operands_stuck": 0,
         "gpu_capacity": 0,
         "gpu_allocatable": 0,
         "mig_capacity": {},
@@ -324,6 +334,7 @@ def totals(nodes, unscheduled_operands=()):
         out["nodes_ready"] += node["ready"]
         out["nodes_unschedulable"] += node["unschedulable"]
         out["nodes_operands_ready"] += node["operands_ready"]
+        out["nodes_operands_stuck"] += node["operands_stuck"]
         for field, target in (("capacity", "gpu_capacity"), ("allocatable", "gpu_allocatable")):
             value = node[field].get(GPU_RESOURCE)
             if isinstance(value, int):
@@ -373,6 +384,7 @@ def node_summary(view):
         "ready": view["ready"],
         "unschedulable": view["unschedulable"],
         "operands_ready": view["operands_ready"],
+        "operands_stuck": view["operands_stuck"],
         "gpu_capacity": view["capacity"].get(GPU_RESOURCE),
         "gpu_allocatable": view["allocatable"].get(GPU_RESOURCE),
         "dra_devices": view["dra"]["devices_total"],
@@ -397,6 +409,7 @@ def cluster_view(
     node_detail="all",
     quarantine_markers=(),
     cluster_policy=None,
+    sandbox_events=None,
 ):
     """Everything the module returns except request counts and the server version.
 
@@ -407,11 +420,12 @@ def cluster_view(
     :data:`NODE_DETAIL`) picks the nodes kept in ``nodes`` (the full view) and in ``node_summary``;
     ``quarantine_markers`` adds
     remediation markers to the known ones (each node view's ``quarantine``); ``cluster_policy`` names the
-    ClusterPolicy in use (None: the one the operator reconciles).
+    ClusterPolicy in use (None: the one the operator reconciles); ``sandbox_events`` the FailedCreatePodSandBox
+    events of the operand pods (None: not read).
     """
     dra = dra or DraIndex(None)
     known = markers(quarantine_markers)
-    by_node, unscheduled = operands_by_node(pods)
+    by_node, unscheduled = operands_by_node(pods, sandbox_events)
     required = required_operands(cluster_policy_in_use(cluster_policies, cluster_policy))
     views = []
     for node in nodes:

@@ -103,6 +103,42 @@ def pod_summary(pod):
     }
 
 
+#: Waiting reasons that no amount of waiting fixes: the image cannot be pulled or the container cannot be created
+#: from its spec (a CrashLoopBackOff is stuck after :data:`STUCK_RESTARTS`; a sandbox after a FailedCreatePodSandBox).
+STUCK_WAITING = frozenset(
+    {"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError"}
+)
+#: Restarts after which a crash-looping operand counts as stuck (kubelet's back-off is past a minute by then).
+STUCK_RESTARTS = 3
+
+
+def sandbox_events_by_pod(events):
+    """``{pod name: message}`` of the newest FailedCreatePodSandBox event per pod."""
+    out = {}
+    for ev in sorted(events or [], key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or ""):
+        obj = ev.get("involvedObject") or ev.get("involved_object") or {}
+        if obj.get("kind") == "Pod" and obj.get("name"):
+            out[obj["name"]] = ev.get("message")
+    return out
+
+
+def creating_pods(pods):
+    """Whether some operand pod waits in ContainerCreating (its sandbox may be failing: the events say)."""
+    return any(pod_component(p) and pod_summary(p)["waiting_reason"] == "ContainerCreating" for p in pods or [])
+
+
+def operand_stuck(summary):
+    """A pod summary that waiting will not make ready: its sandbox cannot be created, its image cannot be pulled,
+    or it has crash-looped :data:`STUCK_RESTARTS` times."""
+    if operand_ok(summary) or summary["terminating"]:
+        return False
+    if summary.get("sandbox_error") and summary["waiting_reason"] == "ContainerCreating":
+        return True
+    if summary["waiting_reason"] == "CrashLoopBackOff":
+        return summary["restarts"] >= STUCK_RESTARTS
+    return summary["waiting_reason"] in STUCK_WAITING
+
+
 def _better(candidate, current):
     """Pick the pod that describes a component on a node: not terminating first, then the newest."""
     return (not candidate["terminating"], candidate["start_time"] or "") > (
@@ -111,20 +147,23 @@ def _better(candidate, current):
     )
 
 
-def operands_by_node(pods):
+def operands_by_node(pods, sandbox_events=None):
     """``{node_name: {component: summary}}`` for operand pods bound to a node; plus unbound operand pods.
 
     When a component has several pods on a node (a rollout in progress), the chosen one is the
-    non-terminating newest and the others are named in its ``other_pods``.
+    non-terminating newest and the others are named in its ``other_pods``. ``sandbox_events``: the raw
+    FailedCreatePodSandBox events (None: not read); each summary's ``sandbox_error`` is its pod's newest message.
     """
     by_node = {}
     unscheduled = []
+    sandbox = sandbox_events_by_pod(sandbox_events)
     for pod in pods:
         component = pod_component(pod)
         if component is None:
             continue
         summary = pod_summary(pod)
         summary["component"] = component
+        summary["sandbox_error"] = sandbox.get(summary["name"])
         node_name = (pod.get("spec") or {}).get("nodeName")
         if not node_name:
             unscheduled.append(summary)

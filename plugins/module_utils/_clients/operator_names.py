@@ -6,9 +6,11 @@
 # This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
-"""The operator's names, found rather than assumed: the ClusterPolicy in use, the operator namespace and the
-NVIDIADriver objects (``gpu-cluster-policy`` in ``nvidia-gpu-operator`` on OpenShift, ``cluster-policy`` in
-``gpu-operator`` from the Helm chart, or anything else).
+"""The operator's names, found rather than assumed: the ClusterPolicy in use (or, without one, the GPUCluster), the
+operator namespace and the NVIDIADriver objects (``gpu-cluster-policy`` in ``nvidia-gpu-operator`` on OpenShift,
+``cluster-policy`` in ``gpu-operator`` from the Helm chart, or anything else), and so the operator's mode:
+``clusterpolicy``, ``nvidiadriver`` (a ClusterPolicy that takes the driver from NVIDIADriver objects) or
+``gpucluster`` (26.7+: the GPUCluster CR and the DRA driver; a ClusterPolicy and a GPUCluster cannot coexist).
 
 The ClusterPolicy in use follows the operator: it reconciles the oldest and marks the others ``ignored``, so a
 policy that is not ignored comes first, then the oldest ``creationTimestamp``, then the name. The namespace comes
@@ -66,27 +68,60 @@ def cluster_policy_in_use(policies, name=None):
     )
 
 
+def gpu_cluster_in_use(clusters):
+    """The GPUCluster the operator acts on (raw dict; the oldest, then by name), or None when there is none."""
+    if not clusters:
+        return None
+    return min(clusters, key=lambda c: (meta_of(c).get("creationTimestamp") or "", name_of(c)))
+
+
 class OperatorNames:
     """The names one module run uses: ``namespace`` and ``namespace_source`` (``option``, ``cluster_policy``,
     ``operator_pods``, ``nvidia_driver`` or ``default``), ``policy`` (the raw ClusterPolicy in use, or None),
-    ``drivers`` (the raw NVIDIADrivers) and ``problems`` (sentences)."""
+    ``gpu_cluster`` (the raw GPUCluster in use when there is no ClusterPolicy, or None), ``drivers`` (the raw
+    NVIDIADrivers) and ``problems`` (sentences)."""
 
-    def __init__(self, namespace, namespace_source, policy, drivers, problems):
+    def __init__(self, namespace, namespace_source, policy, drivers, problems, gpu_cluster=None):
         self.namespace = namespace
         self.namespace_source = namespace_source
         self.policy = policy
+        self.gpu_cluster = gpu_cluster
         self.drivers = drivers or []
         self.problems = problems
+
+    @property
+    def mode(self):
+        """``clusterpolicy``, ``nvidiadriver``, ``gpucluster`` or None (no operator object found)."""
+        if self.policy:
+            driver = (self.policy.get("spec") or {}).get("driver") or {}
+            return "nvidiadriver" if driver.get("useNvidiaDriverCRD") else "clusterpolicy"
+        return "gpucluster" if self.gpu_cluster else None
 
     def result(self):
         """The module return value ``operator``."""
         return {
+            "mode": self.mode,
             "namespace": self.namespace,
             "namespace_source": self.namespace_source,
             "cluster_policy": name_of(self.policy) if self.policy else None,
+            "gpu_cluster": name_of(self.gpu_cluster) if self.gpu_cluster else None,
             "nvidia_drivers": sorted(name_of(d) for d in self.drivers),
             "problems": list(self.problems),
         }
+
+
+def operator_object_text(operator):
+    """The object the operator acts on, named with its mode, from :meth:`OperatorNames.result`: ``ClusterPolicy
+    cluster-policy``, ``ClusterPolicy cp with the driver from NVIDIADrivers a, b``, ``GPUCluster gpu-cluster``."""
+    drivers = ", ".join(operator.get("nvidia_drivers") or []) or "none"
+    mode = operator.get("mode")
+    if mode == "gpucluster":
+        return "GPUCluster %s (NVIDIADrivers: %s)" % (operator["gpu_cluster"], drivers)
+    if mode == "nvidiadriver":
+        return "ClusterPolicy %s with the driver from NVIDIADrivers: %s" % (operator["cluster_policy"], drivers)
+    if mode == "clusterpolicy":
+        return "ClusterPolicy %s" % operator["cluster_policy"]
+    return "no ClusterPolicy or GPUCluster"
 
 
 def _pod_namespace(client, page_size):
@@ -119,9 +154,11 @@ def _found_namespace(client, policy, drivers, page_size):
 
 def find_names(client, policies, drivers, namespace=None, cluster_policy=None, page_size=2000):
     """The :class:`OperatorNames` from the ClusterPolicies and NVIDIADrivers already listed (None: the CRD is not
-    installed) and the ``operator_namespace`` and ``cluster_policy`` options (None: discover). At most one request
-    (the operator pods' LIST, only when neither the option nor the ClusterPolicy's status names the namespace)."""
+    installed) and the ``operator_namespace`` and ``cluster_policy`` options (None: discover). At most two requests:
+    the GPUClusters' LIST when no ClusterPolicy is in use, and the operator pods' LIST when neither the option nor
+    the ClusterPolicy's status names the namespace."""
     policy = cluster_policy_in_use(policies, cluster_policy)
+    gpu_cluster = None if policy else gpu_cluster_in_use(list_gpu_clusters(client, page_size))
     drivers = drivers or []
     problems = []
     if namespace:
@@ -140,12 +177,17 @@ def find_names(client, policies, drivers, namespace=None, cluster_policy=None, p
                 "status); using %s - set operator_namespace if the operator runs elsewhere"
                 % (OPERATOR_POD_SELECTOR, DEFAULT_NAMESPACE)
             )
-    return OperatorNames(namespace, source, policy, drivers, problems)
+    return OperatorNames(namespace, source, policy, drivers, problems, gpu_cluster)
 
 
 def list_policies(client, page_size=2000):
     """The ClusterPolicies (None when the CRD is not installed)."""
     return client.list_custom("nvidia.com", "v1", "clusterpolicies", page_size=page_size)
+
+
+def list_gpu_clusters(client, page_size=2000):
+    """The GPUClusters (None when the CRD is not installed: an operator before 26.7)."""
+    return client.list_custom("nvidia.com", "v1alpha1", "gpuclusters", page_size=page_size)
 
 
 def list_drivers(client, page_size=2000):

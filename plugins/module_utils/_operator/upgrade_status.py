@@ -93,33 +93,40 @@ def nodes_in_flight(nodes):
 
 
 def policy_status(policy, release, in_flight):
-    """How to read the ClusterPolicy ``policy`` (gpu_cluster_info's summary, or None) while the nodes ``in_flight``
-    (``{node: upgrade state}``) upgrade: ``{name, state, release, status_covers_upgrades, upgrading, meaning,
-    text}``; ``meaning`` is ``ready``, ``not-ready``, ``upgrading`` (26.7+: notReady because nodes upgrade, not a
-    failure) or ``not-proven`` (an older or unknown release: its state says nothing about the upgrade)."""
+    """How to read the ClusterPolicy ``policy`` (gpu_cluster_info's summary, or None; a GPUCluster's summary says
+    ``kind: GPUCluster``) while the nodes ``in_flight`` (``{node: upgrade state}``) upgrade: ``{kind, name, state,
+    release, status_covers_upgrades, upgrading, meaning, text}``; ``meaning`` is ``ready``, ``not-ready``,
+    ``upgrading`` (26.7+: notReady because nodes upgrade, not a failure) or ``not-proven`` (an older or unknown
+    release: its state says nothing about the upgrade)."""
     policy = policy or {}
     name, state = policy.get("name"), policy.get("state")
+    kind = (policy.get("kind") or "ClusterPolicy") if name else None
+    named = "%s %s" % (kind, name) if name else "no ClusterPolicy or GPUCluster"
     covers = status_covers_upgrades(release)
     nodes = ", ".join("%s (%s)" % item for item in sorted(in_flight.items())[:5])
     more = " and %d more" % (len(in_flight) - 5) if len(in_flight) > 5 else ""
     shown = "operator %s" % release if release else "an operator of unknown release"
     if not in_flight:
         meaning = "ready" if state == "ready" else "not-ready"
-        text = "ClusterPolicy %s is %s; no node is mid-upgrade" % (name, state or "without a state")
+        text = "%s %s; no node is mid-upgrade" % (
+            named,
+            "is %s" % state if state else "has no state" if name else "found",
+        )
     elif covers:
         meaning = "upgrading"
         text = (
-            "%s keeps ClusterPolicy %s notReady while nodes upgrade (%d mid-upgrade: %s%s); state %s is not a "
-            "failure, wait for the upgrades" % (shown, name, len(in_flight), nodes, more, state)
+            "%s keeps %s notReady while nodes upgrade (%d mid-upgrade: %s%s); state %s is not a "
+            "failure, wait for the upgrades" % (shown, named, len(in_flight), nodes, more, state)
         )
     else:
         meaning = "not-proven"
         text = (
-            "ClusterPolicy %s says %s, but on %s that state does not cover driver upgrades: %d node(s) mid-upgrade "
+            "%s says %s, but on %s that state does not cover driver upgrades: %d node(s) mid-upgrade "
             "(%s%s), judged by their upgrade state and driver version instead"
-            % (name, state, shown, len(in_flight), nodes, more)
+            % (named, state, shown, len(in_flight), nodes, more)
         )
     return {
+        "kind": kind,
         "name": name,
         "state": state,
         "release": release,

@@ -316,10 +316,25 @@ class CanaryBed:
                 },
             )
         target = self.cp_driver()
-        wait_for(
-            lambda: all(
+
+        def settled():
+            return all(
                 s["driver"] == target and s["labels"].get(STATE) == "upgrade-done" for s in self.snapshot().values()
-            ),
-            timeout,
-            what=f"every GPU node on driver {target}",
+            )
+
+        if settled():
+            return
+        # the nodes a test left on another driver catch up all at once, not one at a time as the chart's
+        # maxParallelUpgrades=1 would have NVIDIA's upgrade controller take them; then the policy is as it was
+        policy = self.baseline["cluster_policy"]["driver"]["upgradePolicy"]
+        self._replace_upgrade_policy(dict(policy, maxParallelUpgrades=0, maxUnavailable="100%"))
+        try:
+            wait_for(settled, timeout, what=f"every GPU node on driver {target}")
+        finally:
+            self._replace_upgrade_policy(policy)
+
+    def _replace_upgrade_policy(self, policy):
+        op = {"op": "replace", "path": "/spec/driver/upgradePolicy", "value": policy}
+        self.custom.patch_cluster_custom_object(
+            "nvidia.com", "v1", "clusterpolicies", "cluster-policy", [op], _content_type=JSON_PATCH
         )

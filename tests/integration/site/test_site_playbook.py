@@ -129,6 +129,8 @@ def test_site_names_each_broken_node_with_its_layer_and_passes_the_rest(site_bed
     assert not dumps, dumps
     assert out.count("GPU validation: 3 passed, 3 failed of 6 GPU nodes") == 1
     assert "5/6 GPU nodes ready; waiting for a100-noruntime-0: device-plugin ContainerCreating" in out
+    # the toolkit's node cannot create its operands' sandboxes: the wait stops there, long before its 120 s
+    assert "not waiting longer: 1 node(s) stuck" in out and "not waiting longer after 120 s" not in out
     waits = [line.split(" s: ", 1)[1] for line in out.splitlines() if re.match(r"^\d+ s: ", line)]
     assert all(a != b for a, b in zip(waits, waits[1:])), waits
     for node, layer in FAULTY.items():

@@ -125,7 +125,7 @@ def readiness(kube, namespace, kind="ClusterPolicy"):
     stale += [stale_status("NVIDIADriver", d) for d in drivers or []] if use_drivers else []
     stale = [s for s in stale if s]
     in_flight = nodes_in_flight(nodes)
-    status = policy_status(cp, running_release(policy, pods)[0], in_flight)
+    status = policy_status(dict(cp, kind=kind) if cp else None, running_release(policy, pods)[0], in_flight)
     if in_flight:
         stale.append(status["text"])
     return {

@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operator_names import operator_object_text
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.owners import fix_command
 
 
@@ -45,10 +46,10 @@ def _row_lines(row, node, namespace):
 
 def operator_lines(operator):
     """The operator's names a run used and how they were found (``_clients.operator_names``), then its problems."""
-    line = "operator: namespace %s (%s), ClusterPolicy %s" % (
+    line = "operator: namespace %s (%s), %s" % (
         operator["namespace"],
         operator["namespace_source"],
-        operator["cluster_policy"] or "none",
+        operator_object_text(operator),
     )
     return [line] + ["operator: %s" % problem for problem in operator["problems"]]
 
@@ -77,7 +78,7 @@ def fleet_console(summary, nodes=None, namespace="gpu-operator", reports=None, l
     lines = [head]
     status = summary.get("policy_status") or {}
     if status.get("meaning") in ("upgrading", "not-proven"):
-        lines.append("ClusterPolicy state: %s" % status["text"])
+        lines.append("operator state: %s" % status["text"])
     passed = [r["node"] for r in rows if r.get("verdict") == "pass"]
     if passed and failing:
         lines.append("passed: %s" % _names(sorted(passed)))

@@ -27,6 +27,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operand_pods import sandbox_events_by_pod
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import (
     evidence_text,
     owners_of,
@@ -37,7 +38,6 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.val
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.inputs import (
     endpoints_by_node,
     prometheus_by_node,
-    sandbox_events_by_pod,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.owners import failures_by_owner
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.registry import (

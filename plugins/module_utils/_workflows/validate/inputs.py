@@ -46,13 +46,3 @@ def endpoints_by_node(endpoint_slices):
                 ready = (ep.get("conditions") or {}).get("ready") is not False
                 out[node] = {"source": "endpoints", "endpoint": ready or out.get(node, {}).get("endpoint", False)}
     return out
-
-
-def sandbox_events_by_pod(events):
-    """``{pod name: message}`` of the newest FailedCreatePodSandBox event per pod."""
-    out = {}
-    for ev in sorted(events or [], key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or ""):
-        obj = ev.get("involvedObject") or ev.get("involved_object") or {}
-        if obj.get("kind") == "Pod" and obj.get("name"):
-            out[obj["name"]] = ev.get("message")
-    return out

@@ -46,30 +46,29 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.val
 EXPORTER = "nvidia-dcgm-exporter"
 
 
-def read_evidence(client, namespace, monitoring):
-    """``(sandbox events, monitoring)``: the operand sandbox failures of ``namespace`` (evidence for the toolkit
-    layer) and ``monitoring`` as fleet_summary takes it - with C(source: endpoints) the exporter Service and its
-    EndpointSlices are read here."""
-    events = client.list_core("events", namespace=namespace, field_selector="reason=FailedCreatePodSandBox")
+def read_monitoring(client, namespace, monitoring):
+    """``monitoring`` as fleet_summary takes it - with C(source: endpoints) the exporter Service and its
+    EndpointSlices in ``namespace`` are read here."""
     if not monitoring or monitoring.get("source") != "endpoints":
-        return events, monitoring
+        return monitoring
     service = client.get_or_none("/api/v1/namespaces/%s/services/%s" % (namespace, EXPORTER), what="get Service")
     slices, _meta = client.list_all(
         "/apis/discovery.k8s.io/v1/namespaces/%s/endpointslices" % namespace,
         label_selector="kubernetes.io/service-name=%s" % EXPORTER,
         what="list EndpointSlices",
     )
-    return events, {"source": "endpoints", "service": service is not None, "endpoint_slices": slices}
+    return {"source": "endpoints", "service": service is not None, "endpoint_slices": slices}
 
 
 def operator_status(lists, view):
     """``(driver_targets, status)``: the driver version the operator is set to per node, and how to read the
-    ClusterPolicy's state while nodes upgrade (``upgrade_status.policy_status`` for the release that runs)."""
+    ClusterPolicy's (or GPUCluster's) state while nodes upgrade (``upgrade_status.policy_status`` for the release that
+    runs)."""
     policy = view["cluster_policy"]
     targets = {name_of(n): expected_driver(labels_of(n), policy, view["nvidia_drivers"]) for n in lists["nodes"] or []}
     in_flight = nodes_in_flight(lists["nodes"])
     release = running_release(lists["names"].policy, lists["pods"] or [])[0]
-    return targets, policy_status(policy, release, in_flight)
+    return targets, policy_status(policy or view["gpu_cluster"], release, in_flight)
 
 
 def report_files(summary, dest, basename, title, generated_at):
@@ -110,7 +109,7 @@ def validate(client, module, p, now, today):
     )
     view = view_of(lists, p["label_selector"], "all", p["quarantine_markers"])
     namespace = view["operator"]["namespace"]
-    events, monitoring = read_evidence(client, namespace, p["monitoring"])
+    monitoring = read_monitoring(client, namespace, p["monitoring"])
     nri = bool(((view["cluster_policy"] or {}).get("cdi") or {}).get("nri_plugin"))
     targets, status = operator_status(lists, view)
     previous = read_text(os.path.join(p["dest"], p["basename"] + ".json"))
@@ -120,7 +119,7 @@ def validate(client, module, p, now, today):
         predicted_smoke(p["smoke"], module.check_mode, previous),
         monitoring,
         p["mig_layouts"],
-        events,
+        lists["sandbox_events"],  # the operand sandbox failures: evidence for the toolkit layer
         view["dra"],
         p["routes"],
         namespace,

@@ -63,6 +63,21 @@ def test_the_last_poll_says_the_wait_gave_up():
     assert line(cluster(ready("a")), elapsed=120, timeout=120, final=True) == "120 s: 1/1 GPU nodes ready"
 
 
+def test_a_failing_sandbox_is_named_and_when_every_waiting_node_is_stuck_the_line_says_the_wait_stops():
+    stuck = creating("c")
+    stuck["operands_stuck"] = True
+    stuck["operands"]["device-plugin"]["sandbox_error"] = (
+        'failed to get sandbox runtime: no runtime for "nvidia" is configured'
+    )
+    assert line(cluster(ready("a"), stuck), elapsed=10, timeout=120) == (
+        '10 s: 1/2 GPU nodes ready; waiting for c: device-plugin ContainerCreating (FailedCreatePodSandBox: failed to '
+        'get sandbox runtime: no runtime for "nvidia" is configured) - not waiting longer: 1 node(s) stuck; the checks '
+        "below name what is wrong"
+    )
+    # one node still on its way: the wait goes on
+    assert line(cluster(creating("b"), stuck), elapsed=10, timeout=120).endswith("is configured)")
+
+
 def test_a_failed_skipped_or_empty_poll():
     assert line({"failed": True, "msg": "HTTP 403"}, elapsed=0) == "0 s: could not read the cluster: HTTP 403"
     assert line({"skipped": True}) == "not polled"

@@ -398,12 +398,55 @@ def healthy_pods(*names):
     return [pod("nvidia-device-plugin-daemonset-%s" % n, n, "nvidia-device-plugin-daemonset") for n in names]
 
 
+class TestStuckOperands:
+    """A node is stuck when one of its operands will not get ready by waiting: the wait on the operands stops."""
+
+    APP = "nvidia-device-plugin-daemonset"
+    EVENT = {
+        "reason": "FailedCreatePodSandBox",
+        "involvedObject": {"kind": "Pod", "name": "dp-g0"},
+        "message": 'no runtime for "nvidia" is configured',
+    }
+
+    def view(self, events=None, **pod_state):
+        return cv.cluster_view(
+            [healthy_gpu_node("g0")], [pod("dp-g0", "g0", self.APP, ready=False, **pod_state)], sandbox_events=events
+        )
+
+    @pytest.mark.parametrize(
+        ("pod_state", "events", "stuck"),
+        [
+            ({"waiting": "ContainerCreating"}, None, False),  # pulling its image, perhaps
+            ({"waiting": "ContainerCreating"}, [EVENT], True),
+            ({"waiting": "ImagePullBackOff"}, None, True),
+            ({"waiting": "CreateContainerConfigError"}, None, True),
+            ({"waiting": "CrashLoopBackOff", "restarts": 2}, None, False),
+            ({"waiting": "CrashLoopBackOff", "restarts": 3}, None, True),
+            ({"phase": "Pending"}, None, False),
+        ],
+    )
+    def test_which_operand_states_are_stuck(self, pod_state, events, stuck):
+        view = self.view(events, **pod_state)
+        assert view["nodes"]["g0"]["operands_stuck"] is stuck
+        assert view["node_summary"]["g0"]["operands_stuck"] is stuck
+        assert view["totals"]["nodes_operands_stuck"] == int(stuck)
+
+    def test_the_sandbox_error_is_the_newest_event_of_the_pod(self):
+        older = dict(self.EVENT, message="older", lastTimestamp="2026-01-01T00:00:00Z")
+        newer = dict(self.EVENT, lastTimestamp="2026-01-01T00:01:00Z")
+        view = self.view([newer, older], waiting="ContainerCreating")
+        assert (
+            view["nodes"]["g0"]["operands"]["device-plugin"]["sandbox_error"] == 'no runtime for "nvidia" is configured'
+        )
+
+
 class TestNodeDetail:
     def test_a_healthy_node_has_no_problem(self):
         view = cv.cluster_view([healthy_gpu_node("g0")], healthy_pods("g0"))
         assert view["node_summary"]["g0"] == {
             "mode": "extended-resource",
             "ready": True,
+            "operands_stuck": False,
             "unschedulable": False,
             "operands_ready": True,
             "gpu_capacity": 8,

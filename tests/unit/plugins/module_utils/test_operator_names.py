@@ -10,6 +10,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.opera
     cluster_policy_in_use,
     discover,
     find_names,
+    operator_object_text,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError, GpuOpsError
 
@@ -17,14 +18,17 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors i
 class StubClient:
     """Serves the ClusterPolicy, NVIDIADriver and pod LISTs from lists and records every request."""
 
-    def __init__(self, policies=(), drivers=(), operator_pods=(), pods_status=None):
+    def __init__(self, policies=(), drivers=(), operator_pods=(), pods_status=None, gpu_clusters=None):
         self.policies, self.drivers, self.operator_pods = list(policies), list(drivers), list(operator_pods)
+        self.gpu_clusters = gpu_clusters  # None: the CRD is not installed (an operator before 26.7)
         self.pods_status = pods_status
         self.calls = []
 
     def list_custom(self, group, version, plural, **kwargs):
         self.calls.append(plural)
-        return {"clusterpolicies": self.policies, "nvidiadrivers": self.drivers}[plural]
+        return {"clusterpolicies": self.policies, "nvidiadrivers": self.drivers, "gpuclusters": self.gpu_clusters}[
+            plural
+        ]
 
     def list_core(self, resource, namespace=None, label_selector=None, **kwargs):
         self.calls.append((resource, namespace, label_selector))
@@ -136,9 +140,56 @@ def test_discover_lists_the_policies_and_drivers_and_returns_every_name_and_how_
     assert client.calls == ["clusterpolicies", "nvidiadrivers"]
     assert names.policy["metadata"]["name"] == "gpu-cluster-policy"
     assert names.result() == {
+        "mode": "clusterpolicy",
         "namespace": "nvidia-gpu-operator",
         "namespace_source": "cluster_policy",
         "cluster_policy": "gpu-cluster-policy",
+        "gpu_cluster": None,
         "nvidia_drivers": ["gpu-a", "gpu-b"],
         "problems": [],
     }
+
+
+class TestTheOperatorsMode:
+    """Named from the object the operator acts on; the GPUClusters are listed only when no ClusterPolicy is in use
+    (the two cannot coexist)."""
+
+    def test_a_clusterpolicy_that_takes_its_driver_from_nvidiadrivers_is_nvidiadriver_mode(self):
+        policy = dict(cp("cluster-policy", namespace="gpu-operator"), spec={"driver": {"useNvidiaDriverCRD": True}})
+        client = StubClient(gpu_clusters=[cp("gpu-cluster")])
+        names = find_names(client, [policy], [nvd("default")])
+        assert (names.mode, names.result()["gpu_cluster"]) == ("nvidiadriver", None)
+        assert "gpuclusters" not in client.calls
+
+    def test_without_a_clusterpolicy_the_oldest_gpucluster_is_gpucluster_mode(self):
+        client = StubClient(
+            operator_pods=[pod("gpu-operator")], gpu_clusters=[cp("b", "2026-02-01T00:00:00Z"), cp("a")]
+        )
+        names = find_names(client, [], [nvd("default")])
+        assert (names.mode, names.result()["gpu_cluster"], names.result()["cluster_policy"]) == (
+            "gpucluster",
+            "a",
+            None,
+        )
+
+    def test_neither_object_nor_the_gpucluster_crd_is_no_mode(self):
+        assert find_names(StubClient(operator_pods=[pod("gpu-operator")]), None, None).mode is None
+
+
+@pytest.mark.parametrize(
+    ("mode", "text"),
+    [
+        ("clusterpolicy", "ClusterPolicy cluster-policy"),
+        ("nvidiadriver", "ClusterPolicy cluster-policy with the driver from NVIDIADrivers: a, b"),
+        ("gpucluster", "GPUCluster gpu-cluster (NVIDIADrivers: a, b)"),
+        (None, "no ClusterPolicy or GPUCluster"),
+    ],
+)
+def test_the_console_names_the_object_the_operator_acts_on_with_its_mode(mode, text):
+    operator = {
+        "mode": mode,
+        "cluster_policy": "cluster-policy",
+        "gpu_cluster": "gpu-cluster",
+        "nvidia_drivers": ["a", "b"],
+    }
+    assert operator_object_text(operator) == text

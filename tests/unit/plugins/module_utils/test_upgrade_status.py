@@ -130,6 +130,15 @@ def gpu_node(name, state=None, skip=False):
     return {"metadata": {"name": name, "labels": labels}}
 
 
+def test_the_state_is_told_of_the_object_the_operator_acts_on_a_gpucluster_or_none():
+    gpu_cluster = {"kind": "GPUCluster", "name": "gpu-cluster", "state": "ready"}
+    assert policy_status(gpu_cluster, "26.7.0", {})["text"] == "GPUCluster gpu-cluster is ready; no node is mid-upgrade"
+    assert (
+        policy_status({"name": "cp"}, "26.7.0", {})["text"] == "ClusterPolicy cp has no state; no node is mid-upgrade"
+    )
+    assert policy_status(None, None, {})["text"] == "no ClusterPolicy or GPUCluster found; no node is mid-upgrade"
+
+
 def test_an_older_release_s_ready_policy_is_not_ready_while_a_node_upgrades():
     kube = Kube(
         cluster_policy(chart="gpu-operator-v26.3.3"),

@@ -325,7 +325,7 @@ def test_a_dra_node_reports_its_mode_devices_and_the_claims_holding_them(monkeyp
     assert (result["totals"]["dra_devices"], result["totals"]["dra_devices_free"]) == (8, 7)
 
 
-def test_a_thousand_dra_nodes_with_three_operands_and_two_thousand_claims_take_ten_requests(monkeypatch):
+def test_a_thousand_dra_nodes_with_three_operands_and_two_thousand_claims_take_eleven_requests(monkeypatch):
     names = ["d%04d" % i for i in range(1000)]
     apps = ["nvidia-dra-driver-kubelet-plugin", "nvidia-dcgm-exporter", "nvidia-container-toolkit-daemonset"]
     pods = [operand("%s-%s" % (app, n), n, app) for n in names for app in apps]
@@ -338,9 +338,9 @@ def test_a_thousand_dra_nodes_with_three_operands_and_two_thousand_claims_take_t
         dra=([resource_slice(n) for n in names], [GPU_CLASS], claims),
     )
     result = run_module(server, monkeypatch)
-    # version + nodes + 2 pod pages (3,000) + ClusterPolicies + NVIDIADrivers + the operator's pods (no ClusterPolicy
-    # reports its namespace) + ResourceSlices + DeviceClasses + ResourceClaims (2,000: one page)
-    assert result["api_requests"] == 10 == len(server.paths)
+    # version + nodes + 2 pod pages (3,000) + ClusterPolicies + NVIDIADrivers + GPUClusters (no ClusterPolicy) + the
+    # operator's pods (no ClusterPolicy reports its namespace) + ResourceSlices + DeviceClasses + ResourceClaims
+    assert result["api_requests"] == 11 == len(server.paths)
     assert result["totals"]["modes"] == {"dra": 1000}
     assert (result["totals"]["dra_devices"], result["totals"]["dra_devices_allocated"]) == (8000, 2000)
 

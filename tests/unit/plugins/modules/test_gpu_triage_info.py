@@ -299,7 +299,7 @@ def test_a_namespace_of_many_claim_pods_costs_a_fixed_number_of_requests(monkeyp
         )
         return run_module(server, monkeypatch, namespace="ml", max_logs=0)["api_requests"]
 
-    assert requests_for(3) == requests_for(300) <= 18
+    assert requests_for(3) == requests_for(300) <= 19
 
 
 def test_a_node_triage_reads_only_that_nodes_slices(monkeypatch):

@@ -41,9 +41,10 @@ class FakeApiServer:
         for n in self.nodes:
             n["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
         self.nodes[2]["metadata"]["annotations"] = {"gpuops.io/admission": "held 2026-12-01"}
-        # g1's device plugin never started (the sandbox event names it); g2 has none at all
+        # g1's device plugin waits for its sandbox (the sandbox event names it); g2 has none at all
         pods = [operand("%s-g0" % app, "g0", app), operand("%s-g1" % app, "g1", app)]
-        pods[1]["status"] = {"phase": "Pending", "conditions": []}
+        creating = {"name": "nvidia-device-plugin", "state": {"waiting": {"reason": "ContainerCreating"}}}
+        pods[1]["status"] = {"phase": "Pending", "conditions": [], "containerStatuses": [creating]}
         self.collections = {
             "/api/v1/nodes": self.nodes,
             NS + "/pods": pods,
@@ -90,7 +91,16 @@ def test_the_verdict_is_fleet_summary_over_the_full_view_and_only_reads(monkeypa
     assert summary["rows"] == expected["rows"]
     assert summary["lines"] and result["admission"] is None
     assert result["api_requests"] == len(server.paths)
-    assert (NS + "/events", {"fieldSelector": "reason=FailedCreatePodSandBox", "limit": "500"}) in server.paths
+    assert (NS + "/events", {"fieldSelector": "reason=FailedCreatePodSandBox", "limit": "2000"}) in server.paths
+    assert "no runtime for" in " ".join(e for r in summary["rows"] if r["node"] == "g1" for e in r["evidence"])
+
+
+def test_the_sandbox_events_are_read_only_while_an_operand_waits_for_its_sandbox(monkeypatch, tmp_path):
+    server = FakeApiServer()
+    server.collections[NS + "/pods"][1]["status"] = {"phase": "Running", "conditions": []}
+    result = run(server, monkeypatch, tmp_path)
+    assert result["_kind"] == "exit", result.get("msg")
+    assert NS + "/events" not in [path for path, _query in server.paths]
 
 
 def test_it_writes_the_three_reports_once_and_a_rerun_changes_nothing(monkeypatch, tmp_path):
@@ -111,9 +121,11 @@ def test_it_writes_the_three_reports_once_and_a_rerun_changes_nothing(monkeypatc
 def test_it_returns_and_prints_the_operator_names_it_found(monkeypatch, tmp_path):
     result = run(FakeApiServer(), monkeypatch, tmp_path)
     assert result["operator"] == {
+        "mode": "clusterpolicy",
         "namespace": "gpu-operator",
         "namespace_source": "cluster_policy",
         "cluster_policy": "cluster-policy",
+        "gpu_cluster": None,
         "nvidia_drivers": [],
         "problems": [],
     }
@@ -189,7 +201,7 @@ def test_a_node_mid_upgrade_fails_the_upgrade_check_and_the_operator_reading_say
     assert rows["g1"]["checks"]["upgrade"] == "fail"
     assert "runs driver 580.95.05, the operator is set to 595.91.07" in rows["g1"]["evidence"][0]
     assert rows["g2"]["checks"]["upgrade"] == "pass"
-    assert "ClusterPolicy state: operator 26.7.0 keeps ClusterPolicy gpu-cluster-policy notReady" in "\n".join(
+    assert "operator state: operator 26.7.0 keeps ClusterPolicy gpu-cluster-policy notReady" in "\n".join(
         result["console"]
     )
 
