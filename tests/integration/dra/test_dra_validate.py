@@ -33,6 +33,8 @@ def test_every_dra_node_passes_with_its_smoke_pod_through_a_claim(dra, validate)
         assert [row["checks"][c] for c in DRA_CHECKS] == ["pass"] * 4 and row["checks"]["allocatable"] == "skipped"
     assert rows["a100-0"]["dra_devices"] == 44
     assert "Run a GPU smoke pod through a claim on every DRA node - 4 pod(s)" in out
+    # GPUCluster mode runs no GPU Feature Discovery: the product comes from the node's DRA devices
+    assert all(row["product"] and row["product"].startswith("NVIDIA ") for row in rows.values()), rows
     # the operator's mode is named: a GPUCluster, not a missing ClusterPolicy
     assert ", GPUCluster gpu-cluster (NVIDIADrivers: " in out, out[-3000:]
     assert report["operator"]["mode"] == "gpucluster"

@@ -66,6 +66,19 @@ def _quarantine(evidence):
     return {"owners": owners_of(evidence), "evidence": evidence, "fix": quarantine_fix(evidence)}
 
 
+def product_of(node, nvml):
+    """The GPU product of a node: GPU Feature Discovery's label, else (GPUCluster mode runs no GFD) the one product
+    of its DRA devices, else NVML's name of its first GPU; None when nothing says."""
+    labelled = ((node or {}).get("gpu") or {}).get("product")
+    if labelled:
+        return labelled
+    products = sorted(((node or {}).get("dra") or {}).get("products") or {})
+    if len(products) == 1:
+        return products[0]
+    gpus = (nvml or {}).get("gpus") or []
+    return gpus[0].get("name") if gpus else None
+
+
 def fleet_summary(
     hosts,
     nodes,
@@ -140,7 +153,7 @@ def fleet_summary(
                 "mode": (node or {}).get("mode"),
                 "allocatable": (node or {}).get("allocatable", {}),
                 "dra_devices": ((node or {}).get("dra") or {}).get("devices_total"),
-                "product": ((node or {}).get("gpu") or {}).get("product"),
+                "product": product_of(node, nvml),
                 "mig_config": (((node or {}).get("gpu") or {}).get("mig") or {}).get("config"),
                 # status and reason only: the pod name and duration differ each run (gpu_smoke_test returns them)
                 "smoke": None if smoke_result is None else {k: smoke_result.get(k) for k in ("status", "reason")},

@@ -91,6 +91,9 @@ def drivers_picture(summary):
 
 
 def _allocatable(row):
+    """The node's allocatable GPU resources, or its DRA devices on a DRA-only node (no extended resource there)."""
+    if row.get("mode") == "dra":
+        return "%d DRA devices" % (row.get("dra_devices") or 0)
     return ", ".join("%s=%s" % kv for kv in sorted((row["allocatable"] or {}).items())) or None
 
 

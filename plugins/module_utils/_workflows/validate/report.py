@@ -38,7 +38,11 @@ def summary_lines(summary):
     head = ("node", "pool", "product", "nvml", "alloc", "verdict", "layer", "evidence")
     rows = []
     for r in summary["rows"]:
-        alloc = sum(v for v in r["allocatable"].values() if isinstance(v, int)) if r["allocatable"] else 0
+        alloc = (
+            r["dra_devices"] or 0
+            if r.get("mode") == "dra"
+            else sum(v for v in r["allocatable"].values() if isinstance(v, int))
+        )
         rows.append(
             (
                 r["node"],

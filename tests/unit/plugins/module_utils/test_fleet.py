@@ -6,6 +6,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.val
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import (
     fleet_summary,
+    product_of,
     should_fail,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.inputs import (
@@ -394,3 +395,33 @@ def test_the_printed_table_keeps_its_columns_aligned_for_long_pool_names():
         assert all(row[s - 1] == " " for s in starts), row
     assert rows[1].split()[:2] == ["gpu-long-node-name-1", "a100-noruntime"]
     assert total == "1 passed, 1 failed"
+
+
+def test_without_gpu_feature_discovery_the_product_comes_from_the_dra_devices_or_nvml():
+    """GPUCluster mode runs no GFD: no nvidia.com/gpu.product label on its nodes."""
+    labelled = {"gpu": {"product": "NVIDIA-H100-80GB-HBM3"}, "dra": {"products": {"NVIDIA H100": 8}}}
+    dra_only = {"gpu": {"product": None}, "dra": {"products": {"NVIDIA B200": 8}}}
+    host = {"gpus": [{"name": "NVIDIA A100-SXM4-40GB"}]}
+    assert product_of(labelled, host) == "NVIDIA-H100-80GB-HBM3"
+    assert product_of(dra_only, host) == "NVIDIA B200"
+    assert product_of({"gpu": {}, "dra": {"products": {}}}, host) == "NVIDIA A100-SXM4-40GB"
+    assert product_of(None, {}) is None
+
+
+def test_a_dra_only_node_counts_its_dra_devices_where_others_count_allocatable_gpus():
+    rows = [
+        {
+            "node": "b200-0",
+            "pool": "b200",
+            "product": "NVIDIA B200",
+            "nvml_gpus": 8,
+            "mode": "dra",
+            "allocatable": {},
+            "dra_devices": 8,
+            "verdict": "pass",
+            "failing_layer": None,
+            "evidence": [],
+        },
+    ]
+    lines = summary_lines({"rows": rows, "passed": 1, "failed": 0})
+    assert lines[1].split()[:5] == ["b200-0", "b200", "NVIDIA", "B200", "8"] and lines[1].split()[5] == "8"
