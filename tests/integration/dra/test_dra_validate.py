@@ -37,7 +37,7 @@ def test_every_dra_node_passes_with_its_smoke_pod_through_a_claim(dra, validate)
     assert all(row["product"] and row["product"].startswith("NVIDIA ") for row in rows.values()), rows
     # the operator's mode is named: a GPUCluster, not a missing ClusterPolicy
     assert ", GPUCluster gpu-cluster (NVIDIADrivers: " in out, out[-3000:]
-    assert report["operator"]["mode"] == "gpucluster"
+    assert (report["policy_status"]["kind"], report["policy_status"]["name"]) == ("GPUCluster", "gpu-cluster")
     md = (validate.workdir / ("run-%d" % validate.runs) / "gpu-validate.md").read_text()
     assert "Operator: GPUCluster gpu-cluster is " in md and "ClusterPolicy" not in md
 
