@@ -36,11 +36,12 @@ def test_every_gpu_node_is_a_dra_node_with_the_devices_nvml_counts(dra, healthy)
 
 def test_reads_in_a_bounded_number_of_requests(healthy):
     assert healthy["changed"] is False
-    # ClusterPolicies, NVIDIADrivers, the operator's pods by label (no ClusterPolicy names the namespace here, so
-    # it is found from them), version, nodes, the operator namespace's pods, ResourceSlices, DeviceClasses,
-    # ResourceClaims
-    assert healthy["api_requests"] == 9
+    # ClusterPolicies, NVIDIADrivers, GPUClusters (no ClusterPolicy: GPUCluster mode), the operator's pods by label
+    # (no ClusterPolicy names the namespace here, so it is found from them), version, nodes, the operator namespace's
+    # pods, ResourceSlices, DeviceClasses, ResourceClaims
+    assert healthy["api_requests"] == 10
     assert healthy["operator"]["namespace_source"] == "operator_pods"
+    assert (healthy["operator"]["mode"], healthy["operator"]["gpu_cluster"]) == ("gpucluster", "gpu-cluster")
 
 
 def test_a_claimed_device_names_its_claim_and_pod(dra, run):
