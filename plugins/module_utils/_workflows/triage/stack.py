@@ -142,7 +142,7 @@ class NodeStack:
 
     def _walk(self, name):
         view = self.view(name)
-        managed = self.policy is not None or self.snap.gpu_cluster is not None
+        managed = self.policy is not None
         out = self._driver(name, view, managed)
         if managed:
             out.extend(self._toolkit(name, view["operands"]))
@@ -192,13 +192,12 @@ class NodeStack:
                     "driver",
                     "NoClusterPolicy",
                     "info",
-                    "no GPU Operator ClusterPolicy or GPUCluster: driver, toolkit and device plugin pods were not "
-                    "checked",
+                    "no GPU Operator ClusterPolicy: driver, toolkit and device plugin pods were not checked",
                     "Install the GPU Operator, or ignore this if the GPU stack is managed another way.",
                     nodes=[name],
                 )
             )
-        elif (self.policy or {}).get("driver", {}).get("enabled") is False or driver_mode in ("false", "pre-installed"):
+        elif self.policy["driver"].get("enabled") is False or driver_mode in ("false", "pre-installed"):
             pass  # host-installed driver: no driver pod to check
         else:
             driver = view["operands"].get("driver")

@@ -190,18 +190,6 @@ class TestDriverLayer:
         assert errors(result) == [] and result["first_failing_layer"] is None
 
 
-    def test_in_gpucluster_mode_the_operands_are_checked_with_no_clusterpolicy(self):
-        """26.7's GPUCluster replaces the ClusterPolicy: the node's stack is the operator's, not unmanaged."""
-        gpu_cluster = {"metadata": {"name": "gpu-cluster"}, "status": {"state": "ready"}}
-        ops = healthy_operands("g0", driver=operand("driver", "g0", ready=False, crash_message="boom"))
-        result = diagnose(
-            Snapshot(nodes=[gpu_node("g0")], operator_pods=ops, cluster_policies=None, gpu_cluster=gpu_cluster),
-            {"kind": "node", "namespace": None, "name": "g0"},
-        )
-        assert "NoClusterPolicy" not in reasons(result)
-        assert result["first_failing_layer"] == "driver" and ("driver", "DriverCrashLoop") in errors(result)
-
-
 class TestToolkitAndDevicePlugin:
     def node_result(self, node, ops, op_events=()):
         return diagnose(
