@@ -94,9 +94,11 @@ def test_preflight_reads_the_test_bed_as_the_automation_identity_in_a_few_reques
     assert result["runtime_class"]["name"] == "nvidia"
     assert result["crds"]["servicemonitors.monitoring.coreos.com"] is False
     # Fixed number of GETs whatever the node count: version, nodes, NFD DaemonSets, 4 discovery, RuntimeClass,
-    # namespace, ClusterPolicies, NVIDIADrivers and, with no operator to name its namespace, its pods.
-    assert result["api_requests"] == 12
+    # namespace, ClusterPolicies, NVIDIADrivers, GPUClusters (no ClusterPolicy) and, with no operator to name its
+    # namespace, its pods.
+    assert result["api_requests"] == 13
     assert result["operator"]["namespace"] == "gpu-operator" and result["operator"]["namespace_source"] == "default"
+    assert result["operator"]["mode"] is None  # no operator installed yet
     time.sleep(1.0)
     writes = testbed.audit_writes(mark)
     assert {w["objectRef"]["resource"] for w in writes} <= {"selfsubjectaccessreviews"}, writes
