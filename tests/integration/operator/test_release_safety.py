@@ -53,6 +53,17 @@ def crd_identity(bed, names):
     return {n: (bed.crd(n).metadata.uid, bed.crd(n).metadata.generation) for n in names}
 
 
+def drivers_on(bed, version):
+    """Every node's driver pod runs ``version`` and no node is mid-upgrade."""
+    pods = bed.core.list_namespaced_pod(NS, label_selector="app.kubernetes.io/component=nvidia-driver").items
+    nodes = bed.core.list_node(label_selector="nvidia.com/gpu-driver-upgrade-state").items
+    return (
+        bool(pods)
+        and all(p.spec.containers[0].image.rsplit(":", 1)[-1].startswith(version) for p in pods)
+        and all(n.metadata.labels["nvidia.com/gpu-driver-upgrade-state"] == "upgrade-done" for n in nodes)
+    )
+
+
 def revisions_created(writes):
     """The helm release revisions whose storage Secret the writes created (helm also updates older revisions' Secrets
     to record their status)."""
@@ -200,7 +211,13 @@ def test_the_wait_does_not_pass_until_the_operator_has_observed_the_new_generati
     finally:
         lag(bed, False)
     caught_up = {"state": "ready", "observedGeneration": generation}
-    wait_for(lambda: caught_up.items() <= bed.cluster_policy()["status"].items(), 120, what="the driver rolled out")
+    # ready at the new generation is not yet rolled out: NVIDIA's upgrade controller then takes each node through its
+    # upgrade (26.7 keeps the ClusterPolicy notReady meanwhile), so wait for every driver pod on the new version too
+    wait_for(
+        lambda: caught_up.items() <= bed.cluster_policy()["status"].items() and drivers_on(bed, "595.91.08"),
+        120,
+        what="the driver rolled out",
+    )
 
     # with the operator catching up while the module waits: the run ends only after it has
     healed = {}
