@@ -108,10 +108,10 @@ def policy_status(policy, release, in_flight):
     shown = "operator %s" % release if release else "an operator of unknown release"
     if not in_flight:
         meaning = "ready" if state == "ready" else "not-ready"
-        text = "%s %s; no node is mid-upgrade" % (
-            named,
-            "is %s" % state if state else "has no state" if name else "found",
-        )
+        if not name:
+            text = "%s found; no node is mid-upgrade" % named
+        else:
+            text = "%s %s; no node is mid-upgrade" % (named, "is %s" % state if state else "has no state")
     elif covers:
         meaning = "upgrading"
         text = (
