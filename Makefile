@@ -58,6 +58,7 @@ help:
 	@echo "make audit  - make site, then playbooks/audit.yml with a fault overlay (JSON, Markdown, HTML reports)"
 	@echo "make canary-demo - make site, then the canary upgrade of docs/canary-upgrade.md (a refusal, its recovery)"
 	@echo "make test   - the whole suite: lint, sanity, units, doc-check, changelog-lint, ee, integration, molecule"
+	@echo "             INTEGRATION_WORKERS=N runs the integration specs on N workers (default 2; 0 runs them in one process)"
 	@echo "other targets: venv collection-root sanity-root sim-binaries site-binaries nvml chromium prometheus lint ruff"
 	@echo "               ansible-lint sanity units integration molecule doc-check changelog-lint ee build bench site-down clean"
 
@@ -130,9 +131,14 @@ units: collection-root sim-binaries
 		cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/python -m pytest tests/unit -p no:cacheprovider -q; \
 	else echo "units: tests/unit does not exist yet, nothing to run"; fi
 
+# Two pytest-xdist workers, each with its own beds: a spec spends about half its time waiting on the bed, so two
+# share the 2 cores of CI. Each worker runs whole groups in collection order (tests/integration/conftest.py,
+# xdist_group); INTEGRATION_WORKERS=0 runs the suite in one process.
+INTEGRATION_WORKERS ?= 2
 integration: collection-root sim-binaries nvml prometheus chromium
 	@if [ -d $(REPO)/tests/integration ]; then \
-		cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/python -m pytest tests/integration -p no:cacheprovider -q --durations=40; \
+		cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/python -m pytest tests/integration -p no:cacheprovider -q --durations=40 \
+			-n $(INTEGRATION_WORKERS) --dist loadgroup --no-loadscope-reorder; \
 	else echo "integration: tests/integration does not exist yet, nothing to run"; fi
 
 # Role scenarios share the `default` scenario's control plane (extensions/molecule/config.yml). Molecule finds that

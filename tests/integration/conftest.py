@@ -132,8 +132,21 @@ def _from_state(state_dir: Path, owned: bool) -> Testbed:
 
 def pytest_collection_modifyitems(items):
     """tests/integration/testbed/ first: its specs check the bed as `up` left it, before other directories install
-    the operator, set MIG layouts and change nodes on the shared session bed (a stable sort keeps the rest in order)."""
+    the operator, set MIG layouts and change nodes on the shared session bed (a stable sort keeps the rest in order).
+    Each spec is put in its :func:`xdist_group` for a parallel run (`make integration` runs two workers)."""
     items.sort(key=lambda item: 0 if "/integration/testbed/" in str(item.path) else 1)
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
+
+
+def xdist_group(item) -> str:
+    """The worker group of a spec under ``pytest -n N --dist loadgroup``: the specs that share a bed and its state
+    run in order on one worker - every spec on the DRA bed, each canary module (a canary bed of its own), else the
+    specs of one directory (they share the worker's session bed in the order they expect)."""
+    if "dra" in item.fixturenames:
+        return "dra"
+    area = item.path.parent.name
+    return f"{area}/{item.path.stem}" if area == "canary" else area
 
 
 @pytest.fixture(scope="session")

@@ -95,7 +95,7 @@ def test_a_node_that_joins_while_the_api_server_restarts_is_held_validated_and_a
         lambda: (_record(op, node) or {}).get("state") == "admitted" and _taints(op, node) == [],
         ADMISSION_TIMEOUT,
         1,
-        what=f"{node} validated and admitted (rulebook log: {rb.tail(1500)})",
+        what=f"{node} validated and admitted (rulebook log: {rb.tail(4000)})",
     )
     assert rb.watching(mark)  # the source watches again after the restart
     assert _reports(rb, node) == [f"admission-{node}.{ext}" for ext in ("html", "json", "md")]
