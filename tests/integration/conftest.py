@@ -130,6 +130,7 @@ def _from_state(state_dir: Path, owned: bool) -> Testbed:
     )
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items):
     """tests/integration/testbed/ first: its specs check the bed as `up` left it, before other directories install
     the operator, set MIG layouts and change nodes on the shared session bed (a stable sort keeps the rest in order).

@@ -92,6 +92,12 @@ class Rulebook:
         self.inventory.write_text(yaml.safe_dump(inv, sort_keys=False))
         return names
 
+    def host_vars(self, name: str, **variables):
+        """Give the inventory's host ``name`` ``variables`` (each run of the rulebook reads the inventory again)."""
+        inv = yaml.safe_load(self.inventory.read_text())
+        inv["all"]["children"]["gpu_hosts"]["hosts"][name].update(variables)
+        self.inventory.write_text(yaml.safe_dump(inv, sort_keys=False))
+
     def env(self):
         return {
             **os.environ,

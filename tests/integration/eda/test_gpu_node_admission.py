@@ -10,6 +10,7 @@ afterwards and the operator's tolerations are put back.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,7 @@ from tests.integration.simop_helpers import wait_for
 
 KEY = "gpuops.io/unvalidated"
 RECORD = "gpuops.io/admission"
+HUNG_NVML = Path(__file__).resolve().parents[2] / "sim" / "nvml" / "profiles" / "init-hangs.yml"
 #: One admission run: the operands come up (seconds; at most the 300 s wait when busy), a smoke pod, the verdict.
 ADMISSION_TIMEOUT = 420
 
@@ -34,8 +36,10 @@ def rulebook(gpu_operator, testbed, tmp_path_factory):
     # a faulty node's smoke pod cannot schedule: 10 s say so (the role's default waits 60 s); a joining node's operands
     # may take more than the default 120 s to come up on a busy machine (the wait stops as soon as they are up)
     rb.joining = rb.expect(
-        "t4", 2, gpu_validate_smoke_schedule_timeout=10, gpu_validate_smoke_timeout=60, gpuops_admit_wait_seconds=300
+        "t4", 3, gpu_validate_smoke_schedule_timeout=10, gpu_validate_smoke_timeout=60, gpuops_admit_wait_seconds=300
     )
+    # the third joining host's NVML blocks in nvmlInit for 30 s: each read of it is cut at 3 s
+    rb.host_vars(rb.joining[2], gpu_nvml_fixture=str(HUNG_NVML), gpuops_admit_nvml_timeout=3)
     rb.joined = []
     mark = audit_mark(testbed.audit_log)
     rb.start()
@@ -124,6 +128,25 @@ def test_a_faulty_node_stays_held_with_its_layer_routed_to_its_owner(rulebook, g
         0.5,
         what="the routed failure in the rulebook's output",
     )
+
+
+def test_a_node_whose_nvml_hangs_is_held_at_the_driver_layer_once_its_bounded_reads_give_up(
+    rulebook, gpu_operator, testbed
+):
+    op, rb = gpu_operator, rulebook
+    node = _join(testbed, rb)
+    assert node == rb.joining[2]
+    # three reads of 3 s each give up long before the host's NVML would answer; the run goes on without its facts
+    wait_for(
+        lambda: (_record(op, node) or {}).get("state") == "held",
+        ADMISSION_TIMEOUT,
+        1,
+        what=f"{node} held after its NVML read timed out (rulebook log: {rb.tail(4000)})",
+    )
+    assert _record(op, node)["layer"] == "driver" and (KEY, "NoSchedule") in _taints(op, node)
+    log = rb.tail(50000)
+    assert "Timed out after 3 second(s)" in log and "Read NVML GPU facts (1 retries left)" in log
+    wait_for(lambda: f"{node}: held at layer driver" in rb.tail(50000), 30, 0.5, what="the outcome in the log")
 
 
 def test_an_xid_warning_about_a_gpu_node_writes_its_triage_report(rulebook, gpu_operator, testbed):

@@ -38,13 +38,14 @@ log() { printf '[build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 # many minutes on a small machine and prints nothing meanwhile). Go's `go: downloading` lines (hundreds on a cold
 # cache) are folded into a count on those lines; CMD's other output follows when it ends.
 progress() {
-  local what=$1 pid ticks=0 rc=0 out; shift
+  local what=$1 pid ticks=0 rc=0 out n; shift
   out=$(mktemp)
   "$@" >"$out" 2>&1 & pid=$!
   while kill -0 "$pid" 2>/dev/null; do
     sleep 1; ticks=$((ticks + 1))
     if [ $((ticks % 30)) -eq 0 ]; then
-      log "$what: still running after ${ticks}s ($(grep -c '^go: downloading' "$out") Go modules downloaded)"; fi
+      n=$(grep -c '^go: downloading' "$out" || true)
+      log "$what: still running after ${ticks}s$([ "$n" -gt 0 ] && echo " ($n Go modules downloaded)")"; fi
   done
   wait "$pid" || rc=$?
   grep -v '^go: downloading' "$out" >&2 || true
@@ -52,12 +53,17 @@ progress() {
   return "$rc"
 }
 
-build_k8s() {
-  local v=$K8S_VERSION minor
-  if given kube-apiserver kube-controller-manager kube-scheduler; then return; fi
+# need_k8s: true when a Kubernetes binary must be built (else the ready ones are linked).
+need_k8s() {
+  local v=$K8S_VERSION
+  if given kube-apiserver kube-controller-manager kube-scheduler; then return 1; fi
   if have kube-apiserver "$v" && have kube-controller-manager "$v" && have kube-scheduler "$v"; then
-    link kube-apiserver "$v"; link kube-controller-manager "$v"; link kube-scheduler "$v"; return; fi
-  log "kubernetes $v"
+    link kube-apiserver "$v"; link kube-controller-manager "$v"; link kube-scheduler "$v"; return 1; fi
+}
+
+# prepare_k8s: the wrapper module over k8s.io/kubernetes and its staging modules, tidied (its modules downloaded).
+prepare_k8s() {
+  local v=$K8S_VERSION
   local src="$cache/src/k8s-$v"; mkdir -p "$src"; cd "$src"
   if [ ! -f go.mod ]; then
     go mod init gpuops.local/k8sbuild >/dev/null 2>&1
@@ -80,6 +86,12 @@ import (
 GO
     progress "kubernetes $v: go mod tidy" go mod tidy
   fi
+}
+
+build_k8s() {
+  local v=$K8S_VERSION minor
+  log "kubernetes $v"
+  cd "$cache/src/k8s-$v"
   minor=$(echo "$v" | cut -d. -f2)
   local ld="-s -w -X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z"
   local out; out=$(mktemp -d "$cache/out.XXXX")
@@ -92,24 +104,36 @@ GO
 # build_upgrade_controller: the bed's driver-upgrade controller (tests/sim/upgrade-controller, our own main over
 # NVIDIA's k8s-operator-libs pkg/upgrade at the version its go.mod pins). Keyed by that version and a hash of our
 # sources, so an edit rebuilds it.
-build_upgrade_controller() {
-  local src="$here/../upgrade-controller" v
-  if given upgrade-controller; then return; fi
+upgrade_controller_src="$here/../upgrade-controller"
+upgrade_controller_version() {
+  local src=$upgrade_controller_src v
   v=$(awk '$1 == "github.com/NVIDIA/k8s-operator-libs" {print $2; exit}' "$src/go.mod")
-  v="$v-$(cat "$src/go.mod" "$src/go.sum" "$src"/*.go | sha256sum | cut -c1-12)"
-  if have upgrade-controller "$v"; then link upgrade-controller "$v"; return; fi
+  echo "$v-$(cat "$src/go.mod" "$src/go.sum" "$src"/*.go | sha256sum | cut -c1-12)"
+}
+need_upgrade_controller() {
+  local v; v=$(upgrade_controller_version)
+  if given upgrade-controller; then return 1; fi
+  if have upgrade-controller "$v"; then link upgrade-controller "$v"; return 1; fi
+}
+prepare_upgrade_controller() { cd "$upgrade_controller_src" && go mod download; }
+build_upgrade_controller() {
+  local src=$upgrade_controller_src v
+  v=$(upgrade_controller_version)
   log "upgrade-controller $v"
   (cd "$src" && progress "upgrade-controller: go build" go build -trimpath -ldflags "-s -w" \
     -o "$(key upgrade-controller "$v").tmp" .)
   mv "$(key upgrade-controller "$v").tmp" "$(key upgrade-controller "$v")"; link upgrade-controller "$v"
 }
 
-# build_simple NAME VERSION MODULE PACKAGE [LDFLAGS]: a wrapper module requiring MODULE@VERSION.
-build_simple() {
-  local name=$1 v=$2 mod=$3 pkg=$4 ld=${5:-}
-  if given "$name"; then return; fi
-  if have "$name" "$v"; then link "$name" "$v"; return; fi
-  log "$name $v"
+# need_simple NAME VERSION: true when NAME must be built (else the ready one is linked).
+need_simple() {
+  if given "$1"; then return 1; fi
+  if have "$1" "$2"; then link "$1" "$2"; return 1; fi
+}
+
+# prepare_simple NAME VERSION MODULE PACKAGE: a wrapper module requiring MODULE@VERSION, tidied.
+prepare_simple() {
+  local name=$1 v=$2 mod=$3 pkg=$4
   local src="$cache/src/$name-$v"; mkdir -p "$src"; cd "$src"
   if [ ! -f go.mod ]; then
     go mod init "gpuops.local/${name}build" >/dev/null 2>&1
@@ -117,23 +141,47 @@ build_simple() {
     printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$pkg" > tools.go
     progress "$name $v: go mod tidy" go mod tidy
   fi
+}
+
+# build_simple NAME VERSION MODULE PACKAGE [LDFLAGS]: the build in the prepared wrapper module.
+build_simple() {
+  local name=$1 v=$2 pkg=$4 ld=${5:-}
+  log "$name $v"
+  cd "$cache/src/$name-$v"
   progress "$name $v: go build" go build -trimpath -ldflags "-s -w $ld" -o "$(key "$name" "$v").tmp" "$pkg"
   mv "$(key "$name" "$v").tmp" "$(key "$name" "$v")"; link "$name" "$v"
 }
 
-want=${*:-etcd kwok helm4 helm3 k8s upgrade-controller}
-for c in $want; do
-  case $c in
-    etcd) build_simple etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 ;;
-    kwok) build_simple kwok "$KWOK_VERSION" sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok \
+# component STEP NAME: STEP (need, prepare or build) of component NAME.
+component() {
+  local step=$1
+  case $2 in
+    etcd) "${step}_simple" etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 ;;
+    kwok) "${step}_simple" kwok "$KWOK_VERSION" sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok \
             "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" ;;
-    helm4) build_simple helm "$HELM4_VERSION" helm.sh/helm/v4 helm.sh/helm/v4/cmd/helm \
+    helm4) "${step}_simple" helm "$HELM4_VERSION" helm.sh/helm/v4 helm.sh/helm/v4/cmd/helm \
             "-X helm.sh/helm/v4/internal/version.version=$HELM4_VERSION" ;;
-    helm3) build_simple helm3 "$HELM3_VERSION" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm \
+    helm3) "${step}_simple" helm3 "$HELM3_VERSION" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm \
             "-X helm.sh/helm/v3/internal/version.version=$HELM3_VERSION -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=36" ;;
-    k8s) build_k8s ;;
-    upgrade-controller) build_upgrade_controller ;;
-    *) echo "unknown component '$c' (choose from: etcd kwok helm4 helm3 k8s upgrade-controller)" >&2; exit 2 ;;
+    k8s) "${step}_k8s" ;;
+    upgrade-controller) "${step}_upgrade_controller" ;;
+    *) echo "unknown component '$2' (choose from: etcd kwok helm4 helm3 k8s upgrade-controller)" >&2; exit 2 ;;
   esac
+}
+
+want=${*:-etcd kwok helm4 helm3 k8s upgrade-controller}
+# Fetching modules waits on the network, building keeps every core busy: the modules of every component to build
+# are fetched at once in the background (go's module cache locks itself), while the builds run one after another.
+todo=() prep=()
+for c in $want; do
+  if component need "$c"; then
+    todo+=("$c"); (component prepare "$c") >"$cache/prepare-$c.log" 2>&1 & prep+=($!)
+  fi
+done
+for i in "${!todo[@]}"; do
+  c=${todo[$i]}
+  if ! wait "${prep[$i]}"; then cat "$cache/prepare-$c.log" >&2; log "$c: fetching its modules failed"; exit 1; fi
+  cat "$cache/prepare-$c.log" >&2; rm -f "$cache/prepare-$c.log"
+  (component build "$c")
 done
 log "binaries ready in $bindir"

@@ -10,10 +10,12 @@
  * A value "unsupported" makes the call return NVML_ERROR_NOT_SUPPORTED; a value
  * "error:<code>" returns that code. "gpu.<i>.lost: true" makes the GPU fall off the bus.
  * "include: <file>" (relative to the fixture's directory) reads another fixture under this one's keys.
+ * "init_hang_seconds: N" makes nvmlInit block N seconds first, as NVML does on a GPU that fell off the bus.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAXKV 2048
 #define MAXGPU 16
@@ -159,6 +161,7 @@ int nvmlInitWithFlags(unsigned flags) {
     const char *v;
     (void)flags;
     unload(); /* re-read the fixture on every init, so one process can switch fixtures */
+    if ((v = get("init_hang_seconds"))) sleep((unsigned)atoi(v));
     v = get("init_error");
     if (v && atoi(v)) return atoi(v);
     inited = 1;
