@@ -133,12 +133,12 @@ units: collection-root sim-binaries
 
 # Two pytest-xdist workers, each with its own beds: a spec spends about half its time waiting on the bed, so two
 # share the 2 cores of CI. Each worker runs whole groups in collection order (tests/integration/conftest.py,
-# xdist_group); INTEGRATION_WORKERS=0 runs the suite in one process.
+# worker_group); INTEGRATION_WORKERS=0 runs the suite in one process.
 INTEGRATION_WORKERS ?= 2
 integration: collection-root sim-binaries nvml prometheus chromium
 	@if [ -d $(REPO)/tests/integration ]; then \
 		cd $(REPO) && $(ANSIBLE_ENV) $(VENV)/bin/python -m pytest tests/integration -p no:cacheprovider -q --durations=40 \
-			-n $(INTEGRATION_WORKERS) --dist loadgroup --no-loadscope-reorder; \
+			-n $(INTEGRATION_WORKERS) --no-loadscope-reorder; \
 	else echo "integration: tests/integration does not exist yet, nothing to run"; fi
 
 # Role scenarios share the `default` scenario's control plane (extensions/molecule/config.yml). Molecule finds that

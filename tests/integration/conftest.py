@@ -130,24 +130,34 @@ def _from_state(state_dir: Path, owned: bool) -> Testbed:
     )
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items):
     """tests/integration/testbed/ first: its specs check the bed as `up` left it, before other directories install
-    the operator, set MIG layouts and change nodes on the shared session bed (a stable sort keeps the rest in order).
-    Each spec is put in its :func:`xdist_group` for a parallel run (`make integration` runs two workers)."""
+    the operator, set MIG layouts and change nodes on the shared session bed (a stable sort keeps the rest in order)."""
     items.sort(key=lambda item: 0 if "/integration/testbed/" in str(item.path) else 1)
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
 
 
-def xdist_group(item) -> str:
-    """The worker group of a spec under ``pytest -n N --dist loadgroup``: the specs that share a bed and its state
-    run in order on one worker - every spec on the DRA bed, each canary module (a canary bed of its own), else the
-    specs of one directory (they share the worker's session bed in the order they expect)."""
-    if "dra" in item.fixturenames:
+def worker_group(nodeid: str) -> str:
+    """The group of the spec ``nodeid`` in a parallel run (`make integration`: two pytest-xdist workers): a group's
+    specs run on one worker in collection order. Every spec on the DRA bed is one group (``tests/integration/dra/``
+    and ``testbed/test_dra*.py``), each canary module is one (it has a canary bed of its own), and every other
+    directory is one (its specs share the worker's session bed in the order they were written for)."""
+    area, name = nodeid.split("::", 1)[0].split("/")[-2:]
+    stem = name.removesuffix(".py")
+    if area == "dra" or (area == "testbed" and stem.startswith("test_dra")):
         return "dra"
-    area = item.path.parent.name
-    return f"{area}/{item.path.stem}" if area == "canary" else area
+    return f"canary/{stem}" if area == "canary" else area
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's scope scheduling over :func:`worker_group` (its own ``xdist_group`` marks do not group under
+    pytest 9, whose node ids they cannot rewrite); ``--no-loadscope-reorder`` keeps the groups in collection order."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WorkerGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return worker_group(nodeid)
+
+    return WorkerGroups(config, log)
 
 
 @pytest.fixture(scope="session")
