@@ -134,6 +134,19 @@ class GpuClusterReconciler:
             self.ctl._patch_node(node, {"metadata": {"labels": want}})
 
     # ------------------------------------------------------------------------------------------ DaemonSets
+    def _create_or_adopt(self, ns, name, body) -> None:
+        """Create the DaemonSet, or update the one of that name this mode does not own yet - the ClusterPolicy mode's
+        DaemonSet that the garbage collector has not removed (its ClusterPolicy's CRD deleted with it, the collector
+        may not resolve the owner for minutes): the operator updates what it finds, as its CreateOrUpdate does."""
+        try:
+            self.ctl.apps.create_namespaced_daemon_set(ns, body)
+            log.info("created DaemonSet %s/%s", ns, name)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            self.ctl.apps.patch_namespaced_daemon_set(name, ns, {"metadata": body["metadata"], "spec": body["spec"]})
+            log.info("adopted DaemonSet %s/%s", ns, name)
+
     def _sync_daemonsets(self, gc, spec, ns) -> None:
         want = {PLUGIN_DS: plugin_daemonset(gc, spec, ns)}
         if (spec.get("dcgmExporter") or {}).get("enabled", True):
@@ -143,8 +156,7 @@ class GpuClusterReconciler:
             cur = have.get(name)
             try:
                 if cur is None:
-                    self.ctl.apps.create_namespaced_daemon_set(ns, body)
-                    log.info("created DaemonSet %s/%s", ns, name)
+                    self._create_or_adopt(ns, name, body)
                 elif L.annotations(cur).get(D.HASH) != body["metadata"]["annotations"][D.HASH]:
                     self.ctl.apps.patch_namespaced_daemon_set(
                         name, ns, {"metadata": body["metadata"], "spec": body["spec"]}
