@@ -4,15 +4,18 @@ and the stand-in chart's GPUCluster mode (no cluster)."""
 from __future__ import annotations
 
 import subprocess
+from types import SimpleNamespace
 
 import pytest
 import yaml
+from kubernetes.client.rest import ApiException
 
 from tests.sim import chart, profiles
 from tests.sim.chart import crds
 from tests.sim.operator import dra_devices as D
 from tests.sim.operator import dra_kubelet as K
 from tests.sim.operator import logic as L
+from tests.sim.operator.dra import GpuClusterReconciler
 
 
 def node(name="h100-0", profile="h100-sxm-8", faults=""):
@@ -314,3 +317,36 @@ def test_a_crash_looping_plugin_pod_is_not_ready_and_says_why():
     assert gpus["state"]["waiting"]["reason"] == "CrashLoopBackOff"
     assert gpus["lastState"]["terminated"]["message"] == CRASH_MESSAGE
     assert {c["type"]: c["status"] for c in status["conditions"]} == {"Ready": "False", "ContainersReady": "False"}
+
+
+class _Apps:
+    """The DaemonSet calls of the apps API, with a DaemonSet of one name already there (not the GPUCluster's)."""
+
+    def __init__(self, existing):
+        self.existing, self.calls = existing, []
+
+    def create_namespaced_daemon_set(self, ns, body):
+        self.calls.append(("create", body["metadata"]["name"]))
+        if body["metadata"]["name"] in self.existing:
+            raise ApiException(status=409, reason="AlreadyExists")
+
+    def patch_namespaced_daemon_set(self, name, ns, patch):
+        self.calls.append(("patch", name, sorted(patch)))
+
+
+@pytest.mark.parametrize(
+    ("existing", "calls"),
+    [
+        ((), [("create", "nvidia-dcgm-exporter")]),
+        (
+            ("nvidia-dcgm-exporter",),
+            [("create", "nvidia-dcgm-exporter"), ("patch", "nvidia-dcgm-exporter", ["metadata", "spec"])],
+        ),
+    ],
+)
+def test_the_gpucluster_takes_over_a_daemonset_of_its_name_that_the_clusterpolicy_mode_left(existing, calls):
+    apps = _Apps(existing)
+    reconciler = SimpleNamespace(ctl=SimpleNamespace(apps=apps))
+    body = {"metadata": {"name": "nvidia-dcgm-exporter", "labels": {}}, "spec": {}}
+    GpuClusterReconciler._create_or_adopt(reconciler, "gpu-operator", "nvidia-dcgm-exporter", body)
+    assert apps.calls == calls
