@@ -134,18 +134,24 @@ class GpuClusterReconciler:
             self.ctl._patch_node(node, {"metadata": {"labels": want}})
 
     # ------------------------------------------------------------------------------------------ DaemonSets
-    def _create_or_adopt(self, ns, name, body) -> None:
-        """Create the DaemonSet, or update the one of that name this mode does not own yet - the ClusterPolicy mode's
-        DaemonSet that the garbage collector has not removed (its ClusterPolicy's CRD deleted with it, the collector
-        may not resolve the owner for minutes): the operator updates what it finds, as its CreateOrUpdate does."""
+    def _create_or_replace(self, ns, name, body) -> None:
+        """Create the DaemonSet, replacing one of that name that this mode does not own - the ClusterPolicy mode's
+        DaemonSet that the garbage collector has not removed yet (its ClusterPolicy's CRD deleted with it, the
+        collector may take minutes to resolve the owner). Its selector differs, which no update may change: it is
+        deleted and this DaemonSet created (on the next pass if the name is not free yet)."""
         try:
             self.ctl.apps.create_namespaced_daemon_set(ns, body)
             log.info("created DaemonSet %s/%s", ns, name)
         except ApiException as exc:
             if exc.status != 409:
                 raise
-            self.ctl.apps.patch_namespaced_daemon_set(name, ns, {"metadata": body["metadata"], "spec": body["spec"]})
-            log.info("adopted DaemonSet %s/%s", ns, name)
+            found = self.ctl.apps.read_namespaced_daemon_set(name, ns)
+            if (found.metadata.labels or {}).get(OWNED) == "true":
+                return  # this mode's own, not yet in the informer's cache
+            self.ctl.apps.delete_namespaced_daemon_set(name, ns, propagation_policy="Background")
+            log.info("deleted DaemonSet %s/%s that another mode left; creating this mode's", ns, name)
+            self.ctl.apps.create_namespaced_daemon_set(ns, body)
+            log.info("created DaemonSet %s/%s", ns, name)
 
     def _sync_daemonsets(self, gc, spec, ns) -> None:
         want = {PLUGIN_DS: plugin_daemonset(gc, spec, ns)}
@@ -156,7 +162,7 @@ class GpuClusterReconciler:
             cur = have.get(name)
             try:
                 if cur is None:
-                    self._create_or_adopt(ns, name, body)
+                    self._create_or_replace(ns, name, body)
                 elif L.annotations(cur).get(D.HASH) != body["metadata"]["annotations"][D.HASH]:
                     self.ctl.apps.patch_namespaced_daemon_set(
                         name, ns, {"metadata": body["metadata"], "spec": body["spec"]}

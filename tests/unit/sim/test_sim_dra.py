@@ -15,7 +15,7 @@ from tests.sim.chart import crds
 from tests.sim.operator import dra_devices as D
 from tests.sim.operator import dra_kubelet as K
 from tests.sim.operator import logic as L
-from tests.sim.operator.dra import GpuClusterReconciler
+from tests.sim.operator.dra import OWNED, GpuClusterReconciler
 
 
 def node(name="h100-0", profile="h100-sxm-8", faults=""):
@@ -323,30 +323,46 @@ class _Apps:
     """The DaemonSet calls of the apps API, with a DaemonSet of one name already there (not the GPUCluster's)."""
 
     def __init__(self, existing):
-        self.existing, self.calls = existing, []
+        self.existing, self.calls = dict(existing), []  # name: labels
 
     def create_namespaced_daemon_set(self, ns, body):
         self.calls.append(("create", body["metadata"]["name"]))
         if body["metadata"]["name"] in self.existing:
             raise ApiException(status=409, reason="AlreadyExists")
 
-    def patch_namespaced_daemon_set(self, name, ns, patch):
-        self.calls.append(("patch", name, sorted(patch)))
+    def read_namespaced_daemon_set(self, name, ns):
+        self.calls.append(("read", name))
+        return SimpleNamespace(metadata=SimpleNamespace(labels=self.existing[name]))
+
+    def delete_namespaced_daemon_set(self, name, ns, propagation_policy):
+        self.calls.append(("delete", name, propagation_policy))
+        del self.existing[name]
+
+
+THEIRS = {"app": "nvidia-dcgm-exporter"}  # the ClusterPolicy mode's labels
+OURS = {"app": "nvidia-dcgm-exporter", OWNED: "true"}
 
 
 @pytest.mark.parametrize(
     ("existing", "calls"),
     [
-        ((), [("create", "nvidia-dcgm-exporter")]),
+        ({}, [("create", "nvidia-dcgm-exporter")]),
         (
-            ("nvidia-dcgm-exporter",),
-            [("create", "nvidia-dcgm-exporter"), ("patch", "nvidia-dcgm-exporter", ["metadata", "spec"])],
+            {"nvidia-dcgm-exporter": THEIRS},
+            [
+                ("create", "nvidia-dcgm-exporter"),
+                ("read", "nvidia-dcgm-exporter"),
+                ("delete", "nvidia-dcgm-exporter", "Background"),
+                ("create", "nvidia-dcgm-exporter"),
+            ],
         ),
+        # its own DaemonSet, created a pass ago and not yet in the informer's cache, is left alone
+        ({"nvidia-dcgm-exporter": OURS}, [("create", "nvidia-dcgm-exporter"), ("read", "nvidia-dcgm-exporter")]),
     ],
 )
-def test_the_gpucluster_takes_over_a_daemonset_of_its_name_that_the_clusterpolicy_mode_left(existing, calls):
+def test_the_gpucluster_replaces_a_daemonset_of_its_name_that_the_clusterpolicy_mode_left(existing, calls):
     apps = _Apps(existing)
     reconciler = SimpleNamespace(ctl=SimpleNamespace(apps=apps))
-    body = {"metadata": {"name": "nvidia-dcgm-exporter", "labels": {}}, "spec": {}}
-    GpuClusterReconciler._create_or_adopt(reconciler, "gpu-operator", "nvidia-dcgm-exporter", body)
+    body = {"metadata": {"name": "nvidia-dcgm-exporter", "labels": OURS}, "spec": {}}
+    GpuClusterReconciler._create_or_replace(reconciler, "gpu-operator", "nvidia-dcgm-exporter", body)
     assert apps.calls == calls
