@@ -30,6 +30,9 @@ description:
     GPU with no device, a device whose UUID NVML does not know, the published driver version). The Markdown and HTML
     reports get a DRA section only when some node uses DRA. A node in DRA mode only is not compared with
     C(nvidia.com/gpu) allocatable.
+  - Each row holds its node's judgement (C(judgement) - the first failing layer and the findings, each with its
+    layer and code), the one M(gpuops.gpu_operator.gpu_validate_report) and M(gpuops.gpu_operator.gpu_triage_info)
+    make of the node from the same facts.
   - Writes a JSON snapshot (schema C(docs/audit-snapshot.schema.json), RV(summary) and more), a Markdown summary and
     a self-contained HTML report into O(dest). The HTML (a Jinja2 template with autoescape; inline CSS, JavaScript
     and SVG, nothing fetched) has a severity legend, pictures of the driver and CUDA versions per pool and of each

@@ -67,9 +67,18 @@ options:
     type: str
   node:
     description:
-      - A node to diagnose - the driver, toolkit, validator and device plugin layers, cordon and taints.
+      - A node to diagnose - the driver, toolkit, validator and device plugin layers, the DRA layer, cordon and
+        taints.
       - Mutually exclusive with O(pod) and O(namespace).
     type: str
+  nvidia_gpu:
+    description:
+      - With O(node), the NVML facts of the node's host, as M(gpuops.gpu_operator.nvidia_gpu_facts) gathers them
+        (C(ansible_facts.nvidia_gpu)).
+      - The node is then judged as M(gpuops.gpu_operator.gpu_validate_report) judges it - for example a DRA node
+        whose ResourceSlices publish fewer GPUs than NVML counts fails at the C(dra) layer. Without them nothing
+        is compared with the host.
+    type: dict
   log_lines:
     description: Lines of log kept from each crash-looping driver or validator pod.
     type: int
@@ -150,7 +159,8 @@ target:
 first_failing_layer:
   description:
     - The first layer, in walk order, with an C(error) finding; null when nothing blocks.
-    - One of V(driver), V(toolkit), V(device-plugin), V(dra), V(scheduling), V(quota), V(preemption), V(queue) -
+    - One of V(driver), V(node), V(toolkit), V(device-plugin), V(dra), V(scheduling), V(quota), V(preemption),
+      V(queue) -
       the layer names of the C(gpuops.gpu_operator.gpu_validate) role and the other reports.
   returned: always
   type: str
@@ -277,6 +287,7 @@ def argspec():
             "pod": {"type": "str"},
             "namespace": {"type": "str"},
             "node": {"type": "str"},
+            "nvidia_gpu": {"type": "dict"},
             "log_lines": {"type": "int", "default": 20},
             "max_logs": {"type": "int", "default": 5},
             "page_size": {"type": "int", "default": 500},
@@ -320,7 +331,7 @@ def execute_module(module):
     )
     if target["kind"] == "node":
         try:
-            snap = triage.read_node(target["name"])
+            snap = triage.read_node(target["name"], nvml=params["nvidia_gpu"])
         except K8sError as exc:
             if exc.status == 404:
                 raise ArgumentError(
@@ -343,6 +354,7 @@ def main():
         requirements=[KUBERNETES],
         mutually_exclusive=[("pod", "node"), ("namespace", "node")],
         required_one_of=[("pod", "namespace", "node")],
+        required_by={"nvidia_gpu": "node"},
         supports_check_mode=True,
     )
 

@@ -77,3 +77,8 @@ def as_document(value):
         except ValueError:
             return None
     return value if isinstance(value, dict) else None
+
+
+def taint_text(taint):
+    """A taint as ``kubectl taint`` writes it: ``key[=value]:effect``."""
+    return "%s%s:%s" % (taint.get("key"), "=%s" % taint["value"] if taint.get("value") else "", taint.get("effect"))

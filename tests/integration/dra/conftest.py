@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.integration.dra.dra_faults import NODE_FAULTS, node_faults
+from tests.integration.dra.workflows import Workflows
 from tests.integration.helpers import module_runner
+from tests.integration.validate.validate_helpers import Validate
 
 
 @pytest.fixture(scope="module")
@@ -21,3 +24,21 @@ def run(dra, tmp_path_factory):
         return runners[module](check=check, **args)
 
     return _run
+
+
+@pytest.fixture(scope="session")
+def node_fault_runs(dra, tmp_path_factory):
+    """Every node fault of :data:`NODE_FAULTS` at once, and in that one window the three workflows that judge a
+    node: ``validate`` (rc, report, output of the tests' site play), ``audit`` (snapshot text, Markdown, HTML) and
+    ``triage`` (``{node: gpu_triage_info result}``, each given its host's NVML facts). The bed is healed after."""
+    dra.wait_healthy(timeout=120)
+    work = tmp_path_factory.mktemp("dra-node-faults")
+    (work / "validate").mkdir()
+    validate = Validate(dra.bed, work / "validate")
+    workflows = Workflows(dra, work)
+    with node_faults(dra, NODE_FAULTS):
+        return {
+            "validate": validate.run(),
+            "audit": workflows.audit("audit"),
+            "triage": workflows.triage_nodes("triage"),
+        }

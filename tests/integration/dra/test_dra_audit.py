@@ -6,59 +6,21 @@ between NVML and the published devices, in the JSON, the Markdown and the HTML."
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
 
-from tests.integration.dra.dra_faults import NODE_FAULTS, node_faults
-from tests.integration.helpers import collection_env
+from tests.integration.dra.workflows import Workflows
 
 ROOT = Path(__file__).resolve().parents[3]
 SCHEMA = json.loads((ROOT / "docs" / "audit-snapshot.schema.json").read_text())
-LIB = ROOT / "build" / "nvml" / "libnvidia-ml.so.1"
 
 
 @pytest.fixture(scope="module")
 def audit(dra, tmp_path_factory):
     """``audit(name)`` -> (snapshot, Markdown, HTML) of one audit run on the bed's inventory."""
-    subprocess.run(["make", "-s", "-C", str(ROOT / "tests" / "sim" / "nvml")], check=True)
-    work = tmp_path_factory.mktemp("dra-audit")
-    inv = subprocess.run(
-        [sys.executable, "-m", "tests.sim", "inventory", "--state-dir", str(dra.bed.state_dir)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    (work / "inventory.yml").write_text(inv.stdout)
-    env = collection_env(work)
-    env.pop("LD_LIBRARY_PATH", None)  # the NVML library comes from gpu_nvml_library only
-
-    def _run(name):
-        reports = work / name
-        proc = subprocess.run(
-            [
-                str(Path(sys.executable).parent / "ansible-playbook"),
-                "-i",
-                str(work / "inventory.yml"),
-                str(ROOT / "playbooks" / "audit.yml"),
-                "-e",
-                json.dumps({"gpu_nvml_library": str(LIB), "gpu_audit_report_dir": str(reports)}),
-            ],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=600,
-        )
-        assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
-        return tuple((reports / ("gpu-audit." + ext)).read_text() for ext in ("json", "md", "html"))
-
-    return _run
+    return Workflows(dra, tmp_path_factory.mktemp("dra-audit")).audit
 
 
 @pytest.fixture(scope="module")
@@ -69,9 +31,8 @@ def healthy(dra, audit):
 
 
 @pytest.fixture(scope="module")
-def faulty(dra, audit):
-    with node_faults(dra, NODE_FAULTS):
-        text, md, html = audit("faulty")
+def faulty(node_fault_runs):
+    text, md, html = node_fault_runs["audit"]
     return json.loads(text), md, html
 
 

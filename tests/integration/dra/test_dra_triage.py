@@ -254,6 +254,7 @@ def test_a_tainted_device_that_the_claim_selects_is_named_with_its_taint(faulty)
 
 
 def test_a_stale_generation_leaves_the_pool_incomplete(faulty):
-    found = by_pod(faulty["result"])["on-stale-pool"]["PoolIncomplete"]
+    findings = by_pod(faulty["result"])["on-stale-pool"]
+    found = findings["PoolIncomplete"]
     assert (found["layer"], found["nodes"]) == ("dra", ["a100-0"])
-    assert "a100-0-gpu.nvidia.com-stale" in found["message"]
+    assert "a100-0-gpu.nvidia.com-stale" in findings["StaleSlices"]["message"]

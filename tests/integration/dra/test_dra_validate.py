@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.dra.dra_faults import NODE_FAULTS, device_class_missing, node_faults
+from tests.integration.dra.dra_faults import NODE_FAULTS, device_class_missing
 from tests.integration.validate.validate_helpers import Validate
 
 DRA_CHECKS = ("dra-plugin", "dra-slices", "dra-devices", "dra-taints")
@@ -42,19 +42,20 @@ def test_every_dra_node_passes_with_its_smoke_pod_through_a_claim(dra, validate)
     assert "Operator: GPUCluster gpu-cluster is " in md and "ClusterPolicy" not in md
 
 
-def test_every_node_fault_is_named_at_layer_dra_in_one_run(dra, validate):
-    with node_faults(dra, NODE_FAULTS):
-        rc, report, out = validate.run()
+def test_every_node_fault_is_named_at_layer_dra_in_one_run(node_fault_runs):
+    rc, report, out = node_fault_runs["validate"]
     assert rc != 0 and "4 GPU node(s) failed validation" in out
     rows = Validate.rows(report)
     assert Validate.layers(report) == dict.fromkeys(NODE_FAULTS, "dra")
     assert rows["h100-0"]["checks"]["dra-slices"] == "fail"
-    assert "no ResourceSlice of driver gpu.nvidia.com for this node" in evidence(rows["h100-0"])
+    assert "no ResourceSlice of driver gpu.nvidia.com for node h100-0" in evidence(rows["h100-0"])
     h100_1 = evidence(rows["h100-1"])
     assert "DRA kubelet plugin pod" in h100_1 and "CrashLoopBackOff" in h100_1
     assert "the node's ResourceSlices publish 7 GPU(s), NVML counts 8; not published: GPU-" in h100_1
     assert [rows["h100-1"]["checks"][c] for c in ("dra-plugin", "dra-devices")] == ["fail", "fail"]
-    assert "device gpu-0 is tainted gpu.nvidia.com/xid=79:NoSchedule" in evidence(rows["h100-2"])
+    assert "are tainted, and only claims that tolerate the taint get them: gpu-0 gpu.nvidia.com/xid=79:NoSchedule" in (
+        evidence(rows["h100-2"])
+    )
     assert rows["h100-2"]["checks"]["dra-taints"] == "fail"
     assert "pool a100-0 is incomplete: generation" in evidence(rows["a100-0"])
     assert "a100-0-gpu.nvidia.com-stale" in evidence(rows["a100-0"])

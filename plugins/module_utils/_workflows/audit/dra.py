@@ -21,7 +21,8 @@ __metaclass__ = type
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import blocking
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.text import natural_key
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.compat import version_tuple
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.dra import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import (
+    published_against_nvml,
     published_gpus,
     uses_dra,
 )
@@ -97,8 +98,7 @@ def dra_mismatches(facts, gpu_rows, node):
     if not facts or not facts.get("nvml_available") or node is None or not uses_dra(node):
         return []
     devices = _devices(node)
-    published = published_gpus(devices)
-    host = [g["uuid"] for g in gpu_rows if g.get("uuid")]
+    published, missing, unknown = published_against_nvml(devices, [g["uuid"] for g in gpu_rows if g.get("uuid")])
     count = facts.get("gpu_count") or 0
     out = []
     if len(published) != count:
@@ -110,7 +110,6 @@ def dra_mismatches(facts, gpu_rows, node):
                 "NVML counts %d GPU(s), the node's ResourceSlices publish %d" % (count, len(published)),
             )
         )
-    missing = [u for u in host if u not in published]
     if missing:
         out.append(
             _mismatch(
@@ -120,7 +119,6 @@ def dra_mismatches(facts, gpu_rows, node):
                 "no DRA device published for the GPU(s) NVML sees: %s" % ", ".join(missing),
             )
         )
-    unknown = sorted(u for u in published if u not in host)
     if unknown:
         names = ", ".join("%s (%s)" % (", ".join(published[u]), u) for u in unknown)
         out.append(

@@ -147,11 +147,16 @@ def host_status(host):
     return STATUS_OK, None
 
 
+def nvml_facts(host):
+    """The host's ``nvidia_gpu`` facts from its registered NVML task; None when it gave none."""
+    return ((host.get("nvml_result") or {}).get("ansible_facts") or {}).get("nvidia_gpu")
+
+
 def host_facts_row(host, node, thermal_warning_c):
     """The ``facts``, ``gpus`` and ``findings`` of one host row (facts None when the host gave none)."""
     status, message = host_status(host)
     hf = ((host.get("host_facts_result") or {}).get("ansible_facts") or {}).get("gpu_host")
-    nv = ((host.get("nvml_result") or {}).get("ansible_facts") or {}).get("nvidia_gpu")
+    nv = nvml_facts(host)
     if hf is None and nv is None:
         return status, message, None, [], []
     hf = hf or {}

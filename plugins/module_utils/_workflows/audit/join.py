@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import Context, judge_node
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.changes import changes
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.dra import (
     dra_mismatches,
@@ -29,6 +30,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.aud
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.host_row import (
     host_facts_row,
     node_row,
+    nvml_facts,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.mismatches import mismatches
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.pools import pools
@@ -71,6 +73,21 @@ def _pool_of(host, node):
     return host.get("pool") or ((node or {}).get("gpu") or {}).get("product") or dra_product or "unknown"
 
 
+#: What a row keeps of each finding of the node's judgement.
+JUDGED_KEYS = ("layer", "code", "severity", "message", "fix")
+
+
+def judgement(node, nvml, cluster_result):
+    """The node's judgement (``_operator.node_judgement``): ``{failing_layer, findings}``, each finding ``{layer,
+    code, severity, message, fix}``; ``nvml``: its host's NVML facts (None: not gathered, nothing compared)."""
+    if node is None:
+        return {"failing_layer": None, "findings": []}
+    context = Context(classes_missing=(cluster_result.get("dra") or {}).get("device_classes_missing"))
+    found = [{k: j[k] for k in JUDGED_KEYS} for j in judge_node(node, nvml, context)]
+    errors = [f["layer"] for f in found if f["severity"] == "error"]
+    return {"failing_layer": errors[0] if errors else None, "findings": found}
+
+
 def fleet_rows(hosts, clusters, thermal_warning_c=85):
     """One row per inventory host, then one per GPU node no inventory host names, sorted by cluster and node."""
     rows = []
@@ -98,6 +115,7 @@ def fleet_rows(hosts, clusters, thermal_warning_c=85):
                 "gpus": gpus,
                 "findings": findings,
                 "mismatches": mismatches(facts, node, cluster_ok) + dra_mismatches(facts, gpus, node),
+                "judgement": judgement(node, nvml_facts(host), result),
             }
         )
     claimed = {(r["cluster"], r["node_name"]) for r in rows}
@@ -120,6 +138,7 @@ def fleet_rows(hosts, clusters, thermal_warning_c=85):
                     "gpus": [],
                     "findings": [],
                     "mismatches": [],
+                    "judgement": judgement(node, None, result),
                 }
             )
     rows.sort(key=lambda r: (r["cluster"], r["pool"], r["node_name"]))

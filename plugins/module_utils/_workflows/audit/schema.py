@@ -13,8 +13,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 #: 1.1 added the DRA view: rows' ``node.mode`` and ``node.dra``, GPUs' ``dra_published``/``dra_devices``, the
-#: ``dra_*`` mismatch kinds, ``summary.dra_nodes`` and clusters' ``dra_problems``.
-SCHEMA_VERSION = "1.1"
+#: ``dra_*`` mismatch kinds, ``summary.dra_nodes`` and clusters' ``dra_problems``. 1.2 added rows' ``judgement``.
+SCHEMA_VERSION = "1.2"
 #: The schema version that added the DRA view (a baseline older than it has no DRA values to compare).
 DRA_SINCE = "1.1"
 SNAPSHOT_KIND = "gpuops.gpu_operator/audit-snapshot"

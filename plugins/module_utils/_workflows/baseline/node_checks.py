@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import taint_text
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.facts import fact
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.model import (
@@ -94,10 +95,10 @@ def _separation(cluster, hosts, opts):
         labels = hosts[h].get("gpu_node_labels") or {}
         taints = hosts[h].get("gpu_node_taints") or []
         declared_any.update("label %s=%s" % kv for kv in labels.items())
-        declared_any.update(_taint_text(t) for t in taints)
+        declared_any.update("taint " + taint_text(t) for t in taints)
         have = node.get("all_labels") or {}
         miss = ["label %s=%s" % (k, v) for k, v in sorted(labels.items()) if str(have.get(k)) != str(v)]
-        miss += [_taint_text(t) for t in taints if not _has_taint(node, t)]
+        miss += ["taint " + taint_text(t) for t in taints if not _has_taint(node, t)]
         if miss:
             wrong.append("GPU node %s lacks %s" % (node["name"], ", ".join(miss)))
             subjects.append(h)
@@ -122,10 +123,6 @@ def _separation(cluster, hosts, opts):
     )
 
 
-def _taint_text(t):
-    return "taint %s%s:%s" % (t.get("key"), "=%s" % t["value"] if t.get("value") else "", t.get("effect"))
-
-
 def _has_taint(node, t):
     return any(
         x.get("key") == t.get("key")
@@ -139,7 +136,7 @@ def _carries(node, labels, declared):
     if declared.startswith("label "):
         k, _sep, v = declared[len("label ") :].partition("=")
         return str(labels.get(k)) == v
-    return any(_taint_text(t) == declared for t in node.get("taints") or [])
+    return any("taint " + taint_text(t) == declared for t in node.get("taints") or [])
 
 
 @check("runtime.version", "cluster", "warn", "Each GPU node's container runtime is in the release's range")

@@ -17,8 +17,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import key_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import device_taint_fix
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
-    device_taint_fix,
     event_evidence,
     finding,
 )

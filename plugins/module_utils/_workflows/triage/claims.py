@@ -26,8 +26,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_v
     selectors_select,
     taints_of,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import key_of, meta_of, name_of
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
+    key_of,
+    meta_of,
+    name_of,
     taint_text,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.sched import (

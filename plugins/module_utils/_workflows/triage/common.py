@@ -13,8 +13,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
-
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers import (
     in_layer_order,
     merged_routes,
@@ -23,9 +21,11 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers i
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
 
 #: Triage's layers, in the walk's order (the shared vocabulary of ``_core.layers``).
-LAYERS = in_layer_order(("driver", "toolkit", "device-plugin", "dra", "scheduling", "quota", "preemption", "queue"))
+LAYERS = in_layer_order(
+    ("driver", "node", "toolkit", "device-plugin", "dra", "scheduling", "quota", "preemption", "queue")
+)
 #: The layers checked on a node (and for every pod on the nodes it could use).
-NODE_LAYERS = LAYERS[:3]
+NODE_LAYERS = LAYERS[:4]
 SEVERITIES = ("error", "warning", "info")
 DEFAULT_SCHEDULER = "default-scheduler"
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -77,43 +77,22 @@ def finding(layer, reason, severity, message, fix=None, evidence=None, nodes=(),
     }
 
 
+def from_judged(judged, node):
+    """The triage finding of one finding of the shared judgement (``_operator.node_judgement``) about ``node``."""
+    return finding(
+        judged["layer"],
+        judged["code"],
+        judged["severity"],
+        judged["message"],
+        judged["fix"],
+        judged["details"],
+        nodes=[node],
+    )
+
+
 def format_requests(requests):
     """GPU requests as ``resource=amount, ...`` (``no GPUs`` when empty)."""
     return ", ".join("%s=%s" % (k, v) for k, v in sorted(requests.items())) or "no GPUs"
-
-
-def taint_text(taint):
-    """A taint as ``kubectl taint`` writes it: ``key[=value]:effect``."""
-    return "%s%s:%s" % (taint.get("key"), "=%s" % taint["value"] if taint.get("value") else "", taint.get("effect"))
-
-
-def device_taint_fix(taints):
-    """The fix for DRA device taints ``taints`` (``key[=value]:effect`` texts, see :func:`taint_text`), built from the
-    taints themselves: service the GPU so that whoever set them removes them, or tolerate each in the request."""
-    tolerations = []
-    for text in sorted(set(taints)):
-        rest, _sep, effect = text.rpartition(":")
-        key, has_value, value = rest.partition("=")
-        tol = "{key: %s, operator: %s%s, effect: %s}" % (
-            key,
-            "Equal" if has_value else "Exists",
-            ", value: %s" % json.dumps(value) if has_value else "",
-            effect,
-        )
-        tolerations.append(tol)
-    return (
-        "The device taint%s %s take%s the device out of use for claims that do not tolerate %s (the DRA driver or "
-        "an admin set %s - its timeAdded is in the ResourceSlice): service the GPU so that the taint is removed, or, "
-        "to use it anyway, add to the request spec.devices.requests[].exactly.tolerations: [%s]."
-        % (
-            "s" if len(tolerations) > 1 else "",
-            ", ".join(sorted(set(taints))),
-            "" if len(tolerations) > 1 else "s",
-            "them" if len(tolerations) > 1 else "it",
-            "them" if len(tolerations) > 1 else "it",
-            ", ".join(tolerations),
-        )
-    )
 
 
 def last_seen(event):
@@ -172,4 +151,6 @@ class Snapshot:
         self.claims = kwargs.get("claims")
         self.claim_templates = kwargs.get("claim_templates")
         self.log_lines = kwargs.get("log_lines") or 20
+        # the NVML facts of the examined nodes' hosts (node name -> nvidia_gpu facts), where the caller gave them
+        self.nvml = kwargs.get("nvml") or {}
         self.namespace_exists = kwargs.get("namespace_exists")  # False: read and missing; None: not read or unreadable

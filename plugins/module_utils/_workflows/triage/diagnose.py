@@ -49,7 +49,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.opera
     list_drivers,
     list_policies,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of, namespace_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of, namespace_of, taint_text
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.admission import (
     create_failures,
     limit_range_evidence,
@@ -67,7 +67,6 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.tri
     Snapshot,
     finding,
     format_requests,
-    taint_text,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.dra import read_dra
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.pod import PodDiagnosis
@@ -443,7 +442,8 @@ class Triage:
             return False if exc.status == 404 else None
         return True
 
-    def read_node(self, name):
+    def read_node(self, name, nvml=None):
+        """The snapshot of node ``name``; ``nvml``: its host's NVML facts (``nvidia_gpu_facts``), when known."""
         node = self.client.get("/api/v1/nodes/%s" % quote(name, safe=""), what="read node %s" % name)
         data = self._common(node_field=name)
         data.update(
@@ -454,6 +454,8 @@ class Triage:
             ),
         )
         data.update(read_dra(self.client, node=name, page_size=self.page_size))
+        if nvml is not None:
+            data["nvml"] = {name: nvml}
         return self._with_logs(Snapshot(**data), nodes=[name])
 
     def _with_logs(self, snap, nodes=None):

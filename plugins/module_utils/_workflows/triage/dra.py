@@ -6,32 +6,28 @@
 # This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
-"""GPU triage, ``dra`` layer on one node: the DRA driver's kubelet plugin, the node's ResourceSlices and pool
-generation, device taints (pure); and the LISTs of ``resource.k8s.io/v1`` that triage reads."""
+"""GPU triage, ``dra`` layer on one node (the shared judgement's) and whether the node uses the device plugin; and
+the LISTs of ``resource.k8s.io/v1`` that triage reads."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_lists import list_dra
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import PLUGIN_COMPONENT, blocking
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
-    device_taint_fix,
-    finding,
-    taint_text,
-)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import judge_dra, uses_dra
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import from_judged
 
 
 def read_dra(client, namespace=None, node=None, page_size=500):
     """The DRA part of a :class:`Snapshot`: nothing when ``resource.k8s.io/v1`` is not served (the first LIST,
-    DeviceClasses, answers 404). For a node, its ResourceSlices only; otherwise every ResourceSlice and
-    ResourceClaim, and ``namespace``'s ResourceClaimTemplates."""
-    if node:
-        slices = list_dra(client, "resourceslices", page_size=page_size, field_selector="spec.nodeName=%s" % node)
-        return {} if slices is None else {"slices": slices}
+    DeviceClasses, answers 404). The DeviceClasses and, for a node, its ResourceSlices; otherwise every
+    ResourceSlice and ResourceClaim, and ``namespace``'s ResourceClaimTemplates."""
     classes = list_dra(client, "deviceclasses", page_size=page_size)
     if classes is None:
         return {}
+    if node:
+        slices = list_dra(client, "resourceslices", page_size=page_size, field_selector="spec.nodeName=%s" % node)
+        return {"device_classes": classes, "slices": slices or []}
     return {
         "device_classes": classes,
         "slices": list_dra(client, "resourceslices", page_size=page_size) or [],
@@ -53,99 +49,10 @@ def uses_device_plugin(view):
     )
 
 
-def dra_findings(name, view, pod_evidence, operator_namespace):
-    """The ``dra`` findings of a node view (``cluster_view.node_view`` with a DRA index); ``pod_evidence`` turns an
-    operand summary into evidence."""
-    dra = view["dra"]
-    out = []
-    plugin = view["operands"].get(PLUGIN_COMPONENT)
-    if plugin is not None and not dra["plugin_ready"]:
-        out.append(
-            finding(
-                "dra",
-                "DraPluginNotReady",
-                "error",
-                "DRA kubelet plugin pod %s on %s is not ready (%s): the kubelet cannot prepare the claims allocated "
-                "there, so their pods stay ContainerCreating (FailedPrepareDynamicResources)"
-                % (plugin["name"], name, plugin["waiting_reason"] or plugin["phase"]),
-                "Read its log (kubectl logs -n %s %s --previous): the plugin needs the NVIDIA driver loaded (NVML) and "
-                "CDI; fix the driver layer first, then delete the pod so that its DaemonSet restarts it."
-                % (operator_namespace, plugin["name"]),
-                pod_evidence(plugin),
-                nodes=[name],
-            )
-        )
-    elif plugin is None and view["deploy"].get(PLUGIN_COMPONENT) == "true":
-        out.append(
-            finding(
-                "dra",
-                "DraPluginMissing",
-                "error",
-                "no DRA kubelet plugin pod on %s although it is labelled nvidia.com/gpu.deploy.dra-driver=true" % name,
-                "Check the nvidia-dra-driver-kubelet-plugin DaemonSet in %s (nodeSelector, tolerations for the node's "
-                "taints)." % operator_namespace,
-                {"deploy_labels": view["deploy"], "taints": view["taints"]},
-                nodes=[name],
-            )
-        )
-    evidence = {
-        "pools": dra["pools"],
-        "devices_total": dra["devices_total"],
-        "plugin_pod": dra["plugin_pod"],
-        "plugin_ready": dra["plugin_ready"],
-    }
-    if dra["expected"] and not dra["pools"]:
-        out.append(
-            finding(
-                "dra",
-                "NoResourceSlice",
-                "error",
-                "node %s publishes no ResourceSlice of driver %s: no claim can get a device there"
-                % (name, dra["driver"]),
-                "The kubelet plugin publishes the node's devices once it has registered: read its log; deleting the "
-                "plugin pod makes it start over and publish again.",
-                evidence,
-                nodes=[name],
-            )
-        )
-    for pool in dra["pools"]:
-        if not pool["complete"]:
-            out.append(
-                finding(
-                    "dra",
-                    "PoolIncomplete",
-                    "error",
-                    "pool %s on %s is incomplete: generation %d announces %d ResourceSlice(s) but %d exist (%s), so "
-                    "the scheduler allocates none of its devices%s"
-                    % (
-                        pool["name"],
-                        name,
-                        pool["generation"],
-                        pool["resource_slice_count"],
-                        len(pool["slices"]),
-                        ", ".join(pool["slices"]),
-                        "; left from an older generation: %s" % ", ".join(pool["stale_slices"])
-                        if pool["stale_slices"]
-                        else "",
-                    ),
-                    "The driver stopped half-way through publishing: restart its kubelet plugin on %s (delete the "
-                    "pod) so that it publishes a complete new generation." % name,
-                    evidence,
-                    nodes=[name],
-                )
-            )
-    tainted = [(d["name"], t) for d in dra["devices"] for t in blocking(d["taints"])]
-    if tainted:
-        out.append(
-            finding(
-                "dra",
-                "DeviceTainted",
-                "warning",
-                "%d device(s) on %s are tainted, and only claims that tolerate the taint get them: %s"
-                % (len(tainted), name, ", ".join("%s %s" % (d, taint_text(t)) for d, t in tainted)),
-                device_taint_fix([taint_text(t) for _d, t in tainted]),
-                {"tainted": [{"device": d, "taint": t} for d, t in tainted]},
-                nodes=[name],
-            )
-        )
-    return out
+def dra_findings(name, view, context, nvml=None):
+    """The ``dra`` findings of a node view (``cluster_view.node_view`` with a DRA index): the shared judgement's
+    (``_operator.node_judgement``) on a node that uses DRA, none on another; ``nvml``: its host's NVML facts, when
+    known."""
+    if not uses_dra(view):
+        return []
+    return [from_judged(j, name) for j in judge_dra(view, nvml, context)]

@@ -17,11 +17,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
     GPU_RESOURCE,
     MIG_RESOURCE_PREFIX,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, to_int
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, taint_text, to_int
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
     finding,
     format_requests,
-    taint_text,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.sched import is_gpu_resource
 

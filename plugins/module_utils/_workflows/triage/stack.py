@@ -19,14 +19,16 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
     node_view,
     operands_by_node,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import DraIndex
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import DraIndex, missing_classes
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import Context, judge_ready
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
     CRASH_REASONS,
     IMAGE_REASONS,
     NO_RUNTIME,
     event_evidence,
     finding,
+    from_judged,
     last_seen,
     tail_lines,
 )
@@ -143,7 +145,13 @@ class NodeStack:
     def _walk(self, name):
         view = self.view(name)
         managed = self.policy is not None
-        out = self._driver(name, view, managed)
+        context = Context(
+            classes_missing=missing_classes(self.gpu_dra, [view]),
+            namespace=self.snap.operator_namespace,
+            pod_details=self._pod_evidence,
+        )
+        out = [from_judged(j, name) for j in judge_ready(view)]
+        out.extend(self._driver(name, view, managed))
         if managed:
             out.extend(self._toolkit(name, view["operands"]))
         if uses_device_plugin(view):
@@ -152,26 +160,12 @@ class NodeStack:
                     self.nodes[name], view, managed, self.node_events.get(name, []), self.snap.operator_namespace
                 )
             )
-        out.extend(dra_findings(name, view, self._pod_evidence, self.snap.operator_namespace))
+        out.extend(dra_findings(name, view, context, self.snap.nvml.get(name)))
         return out
 
     def _driver(self, name, view, managed):
-        """``driver`` layer: the node is Ready, its GPUs are present, its driver pod (when the operator runs one)."""
+        """``driver`` layer: its GPUs are present, its driver pod (when the operator runs one)."""
         out = []
-        if not view["ready"]:
-            cond = view["conditions"].get("Ready", {})
-            out.append(
-                finding(
-                    "driver",
-                    "NodeNotReady",
-                    "error",
-                    "node %s is NotReady (%s: %s)" % (name, cond.get("reason"), cond.get("message")),
-                    "Bring the kubelet back (check the node's container runtime and network); nothing schedules "
-                    "on a NotReady node.",
-                    {"condition": cond},
-                    nodes=[name],
-                )
-            )
         if view["gpu"]["present"] is False:
             out.append(
                 finding(

@@ -36,6 +36,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
     annotations_of,
     as_document,
     name_of,
+    taint_text,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.checks import (
     DRA_REQUIRED_LABELS,
@@ -54,12 +55,6 @@ OUTCOME = {HOLD: HELD, HELD: HELD, ADMIT: ADMITTED, ADMITTED: ADMITTED, LEFT_ALO
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 #: At most this many characters of evidence in the annotation (the reports have all of it).
 EVIDENCE_CHARS = 200
-
-
-def taint_text(taint):
-    """``key=value:effect`` (``key:effect`` without a value)."""
-    value = taint.get("value")
-    return "%s%s:%s" % (taint.get("key"), "=%s" % value if value else "", taint.get("effect"))
 
 
 def someone_elses_hold(node, taint_key, known_taints=()):

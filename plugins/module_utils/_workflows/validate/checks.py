@@ -14,7 +14,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import is_true
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate import dra
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import (
+    dra_only,
+    judge_ready,
+    uses_dra,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.dra import CHECK_CODES, dra_checks
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.mig import check_mig, mig_enabled
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.operands import check_operands
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.registry import (
@@ -23,6 +28,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.val
     PASS,
     SKIP,
     finding,
+    judged_finding,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.upgrade import check_upgrade
 
@@ -54,17 +60,7 @@ def _check_node(host, node):
                 "Set k8s_node_name for this host or check that the node joined the cluster.",
             )
         ]
-    if node.get("ready", True):
-        return []
-    cond = (node.get("conditions") or {}).get("Ready") or {}
-    return [
-        finding(
-            "node",
-            "node",
-            "node is NotReady (%s: %s)" % (cond.get("reason"), cond.get("message")),
-            "Check the kubelet on the node (journalctl -u kubelet) and its network to the API server.",
-        )
-    ]
+    return [judged_finding("node", j) for j in judge_ready(node)]
 
 
 def _check_labels(node, required=REQUIRED_LABELS):
@@ -228,11 +224,11 @@ def node_checks(
 ):
     """``(checks, findings)``: the outcome of each check by name (pass/fail/skipped) and the findings.
 
-    A node in DRA mode (:func:`dra.dra_only`) runs the DRA checks instead of the allocatable one, a node in both
-    modes runs both; ``dra_summary`` is gpu_cluster_info's cluster-wide ``dra`` (its missing DeviceClasses fail
-    every node using DRA); ``nri_plugin``: the ClusterPolicy's NRI plugin mode (the toolkit layer is its ready
-    toolkit pod, no runtime handler); ``expected_driver``: the driver version the operator is set to for the node
-    (the upgrade check)."""
+    A node in DRA mode (:func:`~node_judgement.dra_only`) runs the DRA checks instead of the allocatable one, a
+    node in both modes runs both; ``dra_summary`` is gpu_cluster_info's cluster-wide ``dra`` (its missing
+    DeviceClasses fail every node using DRA); ``nri_plugin``: the ClusterPolicy's NRI plugin mode (the toolkit layer
+    is its ready toolkit pod, no runtime handler); ``expected_driver``: the driver version the operator is set to for
+    the node (the upgrade check)."""
     nvml = host.get("nvidia_gpu") or {}
     outcome = {}
     findings = []
@@ -248,21 +244,16 @@ def node_checks(
             outcome[name] = SKIP
         return outcome, findings
     record("upgrade", check_upgrade(node, expected_driver))
-    in_dra = dra.uses_dra(node)
-    record("labels", _check_labels(node, DRA_REQUIRED_LABELS if dra.dra_only(node) else REQUIRED_LABELS))
-    if dra.dra_only(node):
+    in_dra = uses_dra(node)
+    record("labels", _check_labels(node, DRA_REQUIRED_LABELS if dra_only(node) else REQUIRED_LABELS))
+    if dra_only(node):
         outcome["allocatable"] = SKIP
     else:
         record("allocatable", _check_allocatable(nvml, node), ran=bool(nvml.get("available")) and not mig_enabled(node))
     record("operands", check_operands(node, sandbox_events, nri_plugin))
-    for name, found in (
-        ("dra-plugin", dra.check_plugin(node)),
-        ("dra-slices", dra.check_slices(node) + dra.check_classes(dra_summary)),
-        ("dra-devices", dra.check_devices(nvml, node)),
-        ("dra-taints", dra.check_taints(node)),
-    ):
-        record(name, found if in_dra else [], ran=in_dra)
-    record("mig", check_mig(nvml, node, mig_layouts, advertised=not dra.dra_only(node)), ran=mig_enabled(node))
+    for name, found in dra_checks(nvml, node, dra_summary) if in_dra else [(c, []) for c, _codes in CHECK_CODES]:
+        record(name, found, ran=in_dra)
+    record("mig", check_mig(nvml, node, mig_layouts, advertised=not dra_only(node)), ran=mig_enabled(node))
     record("smoke", _check_smoke(smoke), ran=smoke is not None)
     record("monitoring", _check_monitoring(nvml, node, monitoring), ran=monitoring is not None)
     health = _check_gpu_health(nvml, monitoring)

@@ -49,6 +49,12 @@ def finding(check, layer, evidence, fix):
     return {"check": check, "layer": layer, "evidence": evidence, "fix": fix}
 
 
+def judged_finding(check, judged):
+    """The finding of ``check`` for one finding of the shared judgement (``_operator.node_judgement``), its code
+    kept."""
+    return dict(finding(check, judged["layer"], judged["message"], judged["fix"]), code=judged["code"])
+
+
 def lowest_layer_first(findings):
     """``findings`` sorted by layer, lowest first (check order within a layer)."""
     return sorted(findings, key=lambda f: layer_rank(f["layer"]))

@@ -22,7 +22,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
 
 REPORT_KIND = "gpuops.gpu_operator/validation-report"
 #: A minor version only adds optional fields; a major version changes or removes fields.
-SCHEMA_VERSION = "1.6"
+SCHEMA_VERSION = "1.7"
 
 
 def report_content(summary):

@@ -38,7 +38,7 @@ def test_the_report_is_versioned_and_holds_the_summary_without_the_printed_table
     doc = json.loads(report(summary(), generated=FIRST))
     assert (doc["kind"], doc["schema_version"], doc["generated_at"]) == (
         "gpuops.gpu_operator/validation-report",
-        "1.6",
+        "1.7",
         FIRST,
     )
     assert sorted(doc) == ["generated_at", "kind", "report", "schema_version"]

@@ -34,7 +34,7 @@ def rows(snap):
 def test_the_snapshot_validates_against_the_published_schema(snap):
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
     jsonschema.Draft202012Validator(SCHEMA).validate(snap)
-    assert snap["schema_version"] == _schema.SCHEMA_VERSION == "1.1"
+    assert snap["schema_version"] == _schema.SCHEMA_VERSION == "1.2"
     assert SCHEMA["properties"]["kind"]["const"] == _schema.SNAPSHOT_KIND
 
 
@@ -223,7 +223,7 @@ def test_changes_against_a_baseline():
     after = _audit.build_snapshot(hosts2, clusters, NOW, baseline=before)
     jsonschema.validate(after, SCHEMA)
     ch = after["changes"]
-    assert after["baseline"] == {"generated_at": "2026-12-01T00:00:00Z", "schema_version": "1.1"}
+    assert after["baseline"] == {"generated_at": "2026-12-01T00:00:00Z", "schema_version": "1.2"}
     assert ch["added"] == [] and ch["removed"] == []  # a100-1 is still a GPU node: now not_in_inventory
     assert ch["status"] == [
         {"id": "east/h100-0", "before": "ok", "after": "unreachable"},

@@ -98,7 +98,7 @@ def kinds(row):
 
 def test_the_dra_snapshot_validates_against_the_published_schema(snap):
     jsonschema.Draft202012Validator(SCHEMA).validate(snap)
-    assert snap["schema_version"] == "1.1"
+    assert snap["schema_version"] == "1.2"
     assert snap["summary"]["dra_nodes"] == 9  # every node but er-0
 
 

@@ -233,9 +233,10 @@ class TestToolkitAndDevicePlugin:
         result = self.node_result(gpu_node("g0", alloc=0), healthy_operands("g0"))
         assert [entry["name"] for entry in result["layers"]] == list(LAYERS)
         assert [entry["status"] for entry in result["layers"]] == [
-            "ok",
-            "ok",
-            "failed",
+            "ok",  # driver
+            "ok",  # node
+            "ok",  # toolkit
+            "failed",  # device-plugin
             "skipped",  # dra: no node uses it
             "skipped",
             "skipped",

@@ -339,26 +339,28 @@ class TestNodesOfferingGpusThroughDra:
         slices = [rslice("n0", [gpu(0)], generation=3, count=2), rslice("n0", [gpu(0)], generation=2, name="n0-stale")]
         pod = claim_pod(template="t", generated="c", selector_node="n0")
         result = triage(pod, nodes=["n0"], slices=slices, claims=[claim("c")], templates=["t"])
-        found = finding(result, "PoolIncomplete")
-        assert found["severity"] == "error" and "left from an older generation: n0-stale" in found["message"]
+        assert finding(result, "PoolIncomplete")["severity"] == "error"
+        stale = finding(result, "StaleSlices")
+        assert stale["message"] == "pool n0 has slice(s) older than generation 3: n0-stale"
+        assert "restart its kubelet plugin on n0" in stale["fix"]
 
-    def test_a_tainted_device_on_a_node_is_a_warning(self):
+    def test_a_tainted_device_the_pod_does_not_need_is_not_its_finding(self):
         pod = claim_pod(template="t", generated="c", selector_node="n0")
         slices = [rslice("n0", [gpu(0, taints=[XID]), gpu(1)])]
         result = triage(pod, nodes=["n0"], slices=slices, claims=[claim("c")], templates=["t"])
-        assert [(f["reason"], f["severity"]) for f in result["findings"] if f["layer"] == "dra"] == [
-            ("DeviceTainted", "warning")
-        ]
+        assert [f["reason"] for f in result["findings"] if f["layer"] == "dra"] == []
         assert errors(result) == []  # gpu-1 is free
 
-    def test_a_device_taint_fix_names_the_real_taint_and_the_toleration_that_would_work(self):
+    def test_a_tainted_device_fails_its_node_with_a_fix_that_names_the_real_taint(self):
         rma = {"key": "example.com/maintenance", "value": "rma", "effect": "NoExecute"}
-        pod = claim_pod(template="t", generated="c", selector_node="n0")
         slices = [rslice("n0", [gpu(0, taints=[rma]), gpu(1)])]
-        fix = finding(triage(pod, nodes=["n0"], slices=slices, claims=[claim("c")], templates=["t"]), "DeviceTainted")
-        assert "The device taint example.com/maintenance=rma:NoExecute takes the device out of use" in fix["fix"]
-        assert '[{key: example.com/maintenance, operator: Equal, value: "rma", effect: NoExecute}]' in fix["fix"]
-        assert "xid" not in fix["fix"]
+        snap = Snapshot(nodes=[dra_node("n0")], operator_pods=[plugin("n0")], slices=slices, device_classes=[GPU_CLASS])
+        result = diagnose(snap, {"kind": "node", "namespace": None, "name": "n0"})
+        assert result["first_failing_layer"] == "dra"
+        fix = finding(result, "DeviceTainted")["fix"]
+        assert "The device taint example.com/maintenance=rma:NoExecute takes the device out of use" in fix
+        assert '[{key: example.com/maintenance, operator: Equal, value: "rma", effect: NoExecute}]' in fix
+        assert "xid" not in fix
 
     def test_a_dra_node_has_no_device_plugin_layer(self):
         result = triage(claim_pod(template="t", generated="c"), claims=[claim("c")], templates=["t"])

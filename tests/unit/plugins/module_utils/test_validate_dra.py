@@ -39,6 +39,7 @@ def dra_node(devices=None, pools=None, plugin_ready=True, plugin=None, mode=None
     pools = [pool()] if pools is None else pools
     ops = {"dra-driver": plugin or {"name": "dra-plugin-x", "ready": plugin_ready, "restarts": 0}}
     return {
+        "name": "h100-0",
         "mode": mode or ("dra" if devices else "none"),
         "allocatable": {},
         "capacity": {},
@@ -119,7 +120,11 @@ def test_a_device_taint_is_named_with_its_key_and_effect():
     taint = {"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule"}
     _checks, findings = judge(dra_node(devices=[device(0, [taint])] + [device(i) for i in range(1, 4)]))
     assert [(f["check"], f["evidence"]) for f in findings] == [
-        ("dra-taints", "device gpu-0 is tainted gpu.nvidia.com/xid=79:NoSchedule: only claims that tolerate it get it")
+        (
+            "dra-taints",
+            "1 device(s) on h100-0 are tainted, and only claims that tolerate the taint get them: "
+            "gpu-0 gpu.nvidia.com/xid=79:NoSchedule",
+        )
     ]
 
 

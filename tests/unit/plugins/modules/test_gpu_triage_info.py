@@ -302,11 +302,12 @@ def test_a_namespace_of_many_claim_pods_costs_a_fixed_number_of_requests(monkeyp
     assert requests_for(3) == requests_for(300) <= 19
 
 
-def test_a_node_triage_reads_only_that_nodes_slices(monkeypatch):
+def test_a_node_triage_reads_the_device_classes_and_only_that_nodes_slices(monkeypatch):
     server = FakeApiServer(nodes=[dra_node("d0")], dra=DRA, policies=())
     result = run_module(server, monkeypatch, node="d0")
     assert [(p, q.get("fieldSelector")) for p, q in server.requests if p.startswith("/apis/resource.k8s.io/")] == [
-        ("/apis/resource.k8s.io/v1/resourceslices", "spec.nodeName=d0")
+        ("/apis/resource.k8s.io/v1/deviceclasses", None),
+        ("/apis/resource.k8s.io/v1/resourceslices", "spec.nodeName=d0"),
     ]
     assert result["nodes"]["d0"]["mode"] == "dra" and result["nodes"]["d0"]["dra"]["total"] == 1
     assert "DraPluginMissing" in [f["reason"] for f in result["findings"]]

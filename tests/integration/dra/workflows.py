@@ -1,0 +1,68 @@
+"""The collection's workflows run on the ci-dra bed as a person runs them, with ansible-playbook over the bed's
+inventory (the least-privilege identity; NVML facts from each simulated host's fixture): the audit, and the node
+triage given each host's NVML facts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.integration.helpers import collection_env
+
+ROOT = Path(__file__).resolve().parents[3]
+LIB = ROOT / "build" / "nvml" / "libnvidia-ml.so.1"
+TRIAGE_PLAY = Path(__file__).resolve().parent / "triage_nodes.yml"
+
+
+class Workflows:
+    """``audit(name)`` and ``triage_nodes(name)`` on the bed of ``dra``, each run's files under ``work/name``."""
+
+    def __init__(self, dra, work: Path):
+        subprocess.run(["make", "-s", "-C", str(ROOT / "tests" / "sim" / "nvml")], check=True)
+        self.work = work
+        inv = subprocess.run(
+            [sys.executable, "-m", "tests.sim", "inventory", "--state-dir", str(dra.bed.state_dir)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        self.inventory = work / "inventory.yml"
+        self.inventory.write_text(inv.stdout)
+        self.env = collection_env(work)
+        self.env.pop("LD_LIBRARY_PATH", None)  # the NVML library comes from gpu_nvml_library only
+
+    def _play(self, playbook, extra):
+        proc = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "ansible-playbook"),
+                "-i",
+                str(self.inventory),
+                str(playbook),
+                "-e",
+                json.dumps(extra),
+            ],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
+        assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
+
+    def audit(self, name):
+        """(JSON snapshot text, Markdown, HTML) of playbooks/audit.yml."""
+        reports = self.work / name
+        self._play(
+            ROOT / "playbooks" / "audit.yml", {"gpu_nvml_library": str(LIB), "gpu_audit_report_dir": str(reports)}
+        )
+        return tuple((reports / ("gpu-audit." + ext)).read_text() for ext in ("json", "md", "html"))
+
+    def triage_nodes(self, name):
+        """``{node: gpu_triage_info result}`` for every GPU host's node, given the host's NVML facts."""
+        results = self.work / ("%s-triage.json" % name)
+        self._play(TRIAGE_PLAY, {"gpu_nvml_library": str(LIB), "triage_results": str(results)})
+        return {r["target"]["name"]: r for r in json.loads(results.read_text())}
