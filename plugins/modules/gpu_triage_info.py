@@ -159,8 +159,8 @@ target:
 first_failing_layer:
   description:
     - The first layer, in walk order, with an C(error) finding; null when nothing blocks.
-    - One of V(driver), V(node), V(toolkit), V(device-plugin), V(dra), V(scheduling), V(quota), V(preemption),
-      V(queue) -
+    - One of V(driver), V(node), V(toolkit), V(device-plugin), V(dra), V(gpu-health), V(scheduling), V(quota),
+      V(preemption), V(queue) -
       the layer names of the C(gpuops.gpu_operator.gpu_validate) role and the other reports.
   returned: always
   type: str

@@ -136,17 +136,17 @@ def test_a_failing_validator_is_reported_for_the_node(gpu_operator, broken, tria
     assert result["nodes"][node]["operands"]["operator-validator"]["waiting_reason"] == "CrashLoopBackOff"
 
 
-def test_an_xid_79_gpu_is_an_unhealthy_gpu_warning_with_the_node_event(gpu_operator, broken, triage):
+def test_an_xid_79_gpu_fails_its_node_at_gpu_health_with_the_node_event(gpu_operator, broken, triage):
     node = broken("xid79", withdrawn=False)
     count = gpu_operator.gpu_nodes[node].count
     wait_for(lambda: gpu_operator.alloc(node) == str(count - 1), 30, what="allocatable count - 1")
 
     result = triage(node=node)
 
-    assert result["first_failing_layer"] is None  # the other GPUs still work
-    (unhealthy,) = [f for f in result["findings"] if f["layer"] == "device-plugin"]
-    assert (unhealthy["reason"], unhealthy["severity"]) == ("UnhealthyGPUs", "warning")
-    assert "advertises %d of %d GPUs" % (count - 1, count) in unhealthy["message"]
+    assert result["first_failing_layer"] == "gpu-health"  # as gpu_validate_report judges it
+    (unhealthy,) = [f for f in result["findings"] if f["layer"] == "gpu-health"]
+    assert (unhealthy["reason"], unhealthy["severity"]) == ("UnhealthyGPUs", "error")
+    assert "capacity %d but allocatable %d" % (count, count - 1) in unhealthy["message"]
     wait_for(lambda: triage(node=node)["findings"][0]["evidence"]["events"], 30, what="Xid node event in evidence")
     event = triage(node=node)["findings"][0]["evidence"]["events"][-1]
     assert event["reason"] == "XidCriticalError" and "Xid=79" in event["message"]

@@ -22,10 +22,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
 
 #: Triage's layers, in the walk's order (the shared vocabulary of ``_core.layers``).
 LAYERS = in_layer_order(
-    ("driver", "node", "toolkit", "device-plugin", "dra", "scheduling", "quota", "preemption", "queue")
+    ("driver", "node", "toolkit", "device-plugin", "dra", "gpu-health", "scheduling", "quota", "preemption", "queue")
 )
 #: The layers checked on a node (and for every pod on the nodes it could use).
-NODE_LAYERS = LAYERS[:4]
+NODE_LAYERS = in_layer_order(("driver", "node", "toolkit", "device-plugin", "gpu-health"))
 SEVERITIES = ("error", "warning", "info")
 DEFAULT_SCHEDULER = "default-scheduler"
 KUEUE_GROUP = "kueue.x-k8s.io"

@@ -7,8 +7,9 @@
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
 
-"""GPU triage of the node layers on one node: ``driver``, ``toolkit`` (and the validator), ``device-plugin`` (on nodes
-that use it) and ``dra`` (pure)."""
+"""GPU triage of the node layers on one node: ``driver`` and ``toolkit`` (and the validator) from the operand pods
+and their events, then the node's shared judgement (``_operator.node_judgement``: ``node``, ``device-plugin``,
+``gpu-health``, ``dra``) (pure)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -21,7 +22,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import DraIndex, missing_classes
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import Context, judge_ready
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import Context, judge_node
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
     CRASH_REASONS,
     IMAGE_REASONS,
@@ -31,13 +32,6 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.tri
     from_judged,
     last_seen,
     tail_lines,
-)
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.device_plugin import (
-    device_plugin_findings,
-)
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.dra import (
-    dra_findings,
-    uses_device_plugin,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.driver import driver_finding
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.sched import (
@@ -74,6 +68,11 @@ def container_failure(pod):
         if best is None or score > best[0]:
             best = (score, entry)
     return best[1] if best else None
+
+
+def xid_events(events):
+    """The evidence of a node's events that name an Xid (a GPU error), oldest first."""
+    return [event_evidence(e) for e in events if "Xid" in (e.get("reason") or "") or "Xid" in (e.get("message") or "")]
 
 
 def _events_by_name(events, kind):
@@ -149,18 +148,12 @@ class NodeStack:
             classes_missing=missing_classes(self.gpu_dra, [view]),
             namespace=self.snap.operator_namespace,
             pod_details=self._pod_evidence,
+            xid_events=xid_events(self.node_events.get(name, [])),
         )
-        out = [from_judged(j, name) for j in judge_ready(view)]
-        out.extend(self._driver(name, view, managed))
+        out = self._driver(name, view, managed)
         if managed:
             out.extend(self._toolkit(name, view["operands"]))
-        if uses_device_plugin(view):
-            out.extend(
-                device_plugin_findings(
-                    self.nodes[name], view, managed, self.node_events.get(name, []), self.snap.operator_namespace
-                )
-            )
-        out.extend(dra_findings(name, view, context, self.snap.nvml.get(name)))
+        out.extend(from_judged(j, name) for j in judge_node(view, self.snap.nvml.get(name), context))
         return out
 
     def _driver(self, name, view, managed):

@@ -16,11 +16,13 @@ __metaclass__ = type
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import is_true
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import (
     dra_only,
+    judge_devices,
     judge_ready,
+    mig_enabled,
     uses_dra,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.dra import CHECK_CODES, dra_checks
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.mig import check_mig, mig_enabled
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.mig import check_mig
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.operands import check_operands
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.registry import (
     CHECKS,
@@ -80,35 +82,9 @@ def _check_labels(node, required=REQUIRED_LABELS):
 
 
 def _check_allocatable(nvml, node):
-    if not nvml.get("available") or mig_enabled(node):
-        return []  # no count to compare with (driver finding), or the MIG check owns the comparison
-    expected = nvml.get("gpu_count") or 0
-    replicas = (node.get("gpu") or {}).get("replicas")
-    if isinstance(replicas, int) and replicas > 1:
-        expected *= replicas  # time-slicing / MPS advertise each GPU `replicas` times
-    allocatable = (node.get("allocatable") or {}).get("nvidia.com/gpu", 0) or 0
-    capacity = (node.get("capacity") or {}).get("nvidia.com/gpu")
-    if allocatable == expected:
-        return []
-    if capacity == expected and isinstance(allocatable, int) and allocatable < capacity:
-        return [
-            finding(
-                "allocatable",
-                "gpu-health",
-                "node advertises nvidia.com/gpu capacity %s but allocatable %s: the device plugin marks %d GPU(s) "
-                "unhealthy" % (capacity, allocatable, capacity - allocatable),
-                "Look for Xid errors (node events, dmesg, DCGM_FI_DEV_XID_ERRORS); drain the node and reset or "
-                "replace the GPU.",
-            )
-        ]
-    return [
-        finding(
-            "allocatable",
-            "device-plugin",
-            "node advertises nvidia.com/gpu=%s but NVML counts %s GPUs" % (allocatable, expected),
-            "Check the device plugin pod on this node and the GPUs it marks unhealthy.",
-        )
-    ]
+    """The node's GPUs as the device plugin advertises them, against NVML (the shared judgement's device-plugin and
+    gpu-health layers)."""
+    return [judged_finding("allocatable", j) for j in judge_devices(node, nvml)]
 
 
 def _check_gpu_health(nvml, monitoring):

@@ -14,17 +14,12 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import mig_enabled
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.registry import finding
 
 #: Uniform MIG profiles ``<g>g.<m>gb``: instances per GPU by compute slices (A100/H100 class GPUs).
 UNIFORM_MIG_PER_GPU = {1: 7, 2: 3, 3: 2, 4: 1, 7: 1}
 _UNIFORM_CONFIG = re.compile(r"^all-(\d)g\.(\d+)gb$")
-
-
-def mig_enabled(node):
-    """True when the node is asked to run a MIG layout (a config other than all-disabled)."""
-    mig = (node.get("gpu") or {}).get("mig") or {}
-    return bool(mig.get("capable")) and mig.get("config") not in (None, "", "all-disabled")
 
 
 def expected_mig_resources(node, gpu_count, layouts=None):

@@ -108,8 +108,8 @@ def test_each_failing_node_has_its_evidence_and_fix_on_a_line_below_its_row():
     lines = details_lines(page())
     assert list(lines) == ["h100-3", "a100-1", "h100-4", "l40s-2"]
     assert lines["h100-4"] == (
-        "Evidence: node advertises nvidia.com/gpu=7 but NVML counts 8 GPUs "
-        "Fix: Check the device plugin pod on this node and the GPUs it marks unhealthy."
+        "Evidence: the node advertises nvidia.com/gpu=7 but NVML counts 8 GPUs "
+        "Fix: Check the device plugin pod on this node (its log names the GPUs it found) and its sharing config."
     )
     _headers, rows = html_dom.table(page(), "checks")
     order = [tr.attrs.get("data-node") or "detail:" + tr.attrs["data-detail-of"] for tr, _c in rows]

@@ -70,8 +70,8 @@ def test_missing_values_read_as_a_dash_and_pipes_are_escaped():
 def test_each_failing_node_lists_its_findings_with_evidence_and_fix():
     md = report(broken())
     assert (
-        "\n## Failures\n\n### gpu-1: device-plugin\n\n- **device-plugin** (allocatable check): node advertises "
-        "nvidia.com/gpu=0 but NVML counts 1 GPUs. Fix: Check the device plugin pod" in md
+        "\n## Failures\n\n### gpu-1: device-plugin\n\n- **device-plugin** (allocatable check): the node advertises "
+        "nvidia.com/gpu=0 but NVML counts 1 GPUs. Fix: The device plugin does not register GPUs with the kubelet" in md
     )
     assert "### gpu-2: driver\n\n- **driver** (host check): NVML unavailable on the host: driver_not_loaded. " in md
 

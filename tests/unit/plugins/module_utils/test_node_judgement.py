@@ -203,3 +203,96 @@ def test_validate_triage_and_audit_name_the_same_first_layer_and_code(name, view
 def test_triage_without_the_hosts_nvml_facts_compares_nothing_with_the_host():
     triaged = diagnose(Snapshot(**fleet()), {"kind": "node", "namespace": None, "name": "fewer"})
     assert [f for f in triaged["findings"] if f["layer"] == "dra"] == []
+
+
+# -- nodes whose GPUs reach pods as extended resources ----------------------------------------------
+
+
+def er_node(name, capacity=4, allocatable=None):
+    labels = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.deploy.device-plugin": "true"}
+    gpus = {"nvidia.com/gpu": str(capacity)}
+    return {
+        "metadata": {"name": name, "labels": labels},
+        "spec": {},
+        "status": {
+            "capacity": dict(gpus, cpu="8"),
+            "allocatable": {"nvidia.com/gpu": str(capacity if allocatable is None else allocatable), "cpu": "8"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def device_plugin_pod(name, ready=True):
+    pod = plugin_pod(name)
+    pod["metadata"].update(
+        name="nvidia-device-plugin-daemonset-" + name, labels={"app": "nvidia-device-plugin-daemonset"}
+    )
+    pod["status"]["containerStatuses"][0]["ready"] = ready
+    pod["status"]["conditions"][0]["status"] = "True" if ready else "False"
+    if not ready:
+        pod["status"]["containerStatuses"][0]["state"] = {"waiting": {"reason": "PodInitializing"}}
+    return pod
+
+
+#: One extended-resource node per fault: its node, whether its device plugin pod runs (None: none), and the layer
+#: and code every workflow must name first.
+ER_FAULTS = {
+    "er-healthy": (er_node("er-healthy"), True, (None, None)),
+    "er-silent": (er_node("er-silent", capacity=0), True, ("device-plugin", "DevicePluginNotAdvertising")),
+    "er-noplugin": (er_node("er-noplugin", capacity=0), None, ("device-plugin", "DevicePluginMissing")),
+    "er-starting": (er_node("er-starting", capacity=0), False, ("device-plugin", "DevicePluginNotReady")),
+    "er-three": (er_node("er-three", capacity=3), True, ("device-plugin", "AdvertisedNotAsNVML")),
+    "er-xid": (er_node("er-xid", allocatable=3), True, ("gpu-health", "UnhealthyGPUs")),
+}
+
+
+def er_fleet():
+    pods = [device_plugin_pod(n, ready) for n, (_node, ready, _e) in ER_FAULTS.items() if ready is not None]
+    return {"nodes": [n for n, _r, _e in ER_FAULTS.values()], "operator_pods": pods}
+
+
+@pytest.mark.parametrize("name", sorted(ER_FAULTS))
+def test_the_workflows_agree_on_extended_resource_nodes_too(name):
+    facts = nvml(name)
+    stack = NodeStack(Snapshot(**er_fleet()))
+    view = stack.view(name)
+    triaged = diagnose(Snapshot(nvml={name: facts}, **er_fleet()), {"kind": "node", "namespace": None, "name": name})
+    _checks, validated = node_checks({"node_name": name, "nvidia_gpu": facts}, view)
+    audited = judgement(view, facts, {})
+
+    layer, code = ER_FAULTS[name][2]
+    first_judged = [f for f in lowest_layer_first(validated) if f.get("code")]
+    assert first_error(first_judged, "code") == (layer, code)
+    assert first_error(triaged["findings"], "reason") == (layer, code)
+    assert (audited["failing_layer"], first_error(audited["findings"], "code")) == (layer, (layer, code))
+
+
+def test_a_node_that_advertises_fewer_gpus_than_nvml_counts_names_both_counts():
+    view = NodeStack(Snapshot(**er_fleet())).view("er-three")
+    assert judge_node(view) == []  # without NVML nothing says that 3 is too few
+    (found,) = judge_node(view, nvml("er-three"))
+    assert found["message"] == "node er-three advertises nvidia.com/gpu=3 but NVML counts 4 GPUs"
+
+
+def test_time_slicing_replicas_multiply_what_nvml_counts():
+    objects = er_fleet()
+    node = er_node("er-healthy", capacity=16)
+    node["metadata"]["labels"]["nvidia.com/gpu.replicas"] = "4"
+    objects["nodes"] = [node]
+    view = NodeStack(Snapshot(**objects)).view("er-healthy")
+    assert judge_node(view, nvml("er-healthy")) == []
+
+
+def test_nvml_that_did_not_answer_leaves_the_device_layers_to_the_driver_finding():
+    view = NodeStack(Snapshot(**er_fleet())).view("er-silent")
+    assert judge_node(view, {"available": False, "reason": "driver_not_loaded"}) == []
+
+
+def test_a_cpu_node_has_no_device_plugin_layer():
+    cpu = {
+        "metadata": {"name": "cpu-0", "labels": {}},
+        "spec": {},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    view = NodeStack(Snapshot(nodes=[cpu])).view("cpu-0")
+    assert judge_node(view) == []

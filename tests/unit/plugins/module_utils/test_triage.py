@@ -223,11 +223,14 @@ class TestToolkitAndDevicePlugin:
         assert errors(result) == [("toolkit", "ValidatorFailing")]
         assert "driver-validation: failed" in result["findings"][0]["message"]
 
-    def test_unhealthy_gpus_are_a_warning(self):
+    def test_unhealthy_gpus_fail_the_node_at_the_gpu_health_layer(self):
         node = gpu_node("g0")
         node["status"]["allocatable"]["nvidia.com/gpu"] = "7"
         result = self.node_result(node, healthy_operands("g0"))
-        assert [(f["reason"], f["severity"]) for f in result["findings"]] == [("UnhealthyGPUs", "warning")]
+        assert [(f["layer"], f["reason"], f["severity"]) for f in result["findings"]] == [
+            ("gpu-health", "UnhealthyGPUs", "error")
+        ]
+        assert result["first_failing_layer"] == "gpu-health"
 
     def test_layers_are_reported_in_walk_order(self):
         result = self.node_result(gpu_node("g0", alloc=0), healthy_operands("g0"))
@@ -238,6 +241,7 @@ class TestToolkitAndDevicePlugin:
             "ok",  # toolkit
             "failed",  # device-plugin
             "skipped",  # dra: no node uses it
+            "ok",  # gpu-health
             "skipped",
             "skipped",
             "skipped",

@@ -342,7 +342,7 @@ class TestNodesOfferingGpusThroughDra:
         assert finding(result, "PoolIncomplete")["severity"] == "error"
         stale = finding(result, "StaleSlices")
         assert stale["message"] == "pool n0 has slice(s) older than generation 3: n0-stale"
-        assert "restart its kubelet plugin on n0" in stale["fix"]
+        assert "restart its kubelet plugin on node n0" in stale["fix"]
 
     def test_a_tainted_device_the_pod_does_not_need_is_not_its_finding(self):
         pod = claim_pod(template="t", generated="c", selector_node="n0")

@@ -122,7 +122,7 @@ def test_a_device_taint_is_named_with_its_key_and_effect():
     assert [(f["check"], f["evidence"]) for f in findings] == [
         (
             "dra-taints",
-            "1 device(s) on h100-0 are tainted, and only claims that tolerate the taint get them: "
+            "1 device(s) on node h100-0 are tainted, and only claims that tolerate the taint get them: "
             "gpu-0 gpu.nvidia.com/xid=79:NoSchedule",
         )
     ]
