@@ -1,7 +1,7 @@
 """Specs for what the canary gate knows the operator manages, for the progress reports of a wait and for the status
 report (pure logic, no API)."""
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.gate import gate
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.gate import Cluster, gate
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.managed import (
     operand_changes,
     refusals,
@@ -10,6 +10,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
     DRIVER_VERSION_LABEL,
     FAILED_ANNOTATION,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.options import CanaryOptions
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.progress import (
     DONE,
     MOVING,
@@ -110,9 +111,11 @@ def test_a_toolkit_device_plugin_or_mig_change_is_refused_where_that_operand_is_
 
 def test_the_gate_refuses_what_the_operator_does_not_manage_on_planned_nodes_only():
     nodes = [node("h100-0"), node("a100-0", labels={"nvidia.com/gpu.deploy.driver": "false"})]
-    g = gate(nodes, [], [], ["h100-0"], None, target_driver="610.1", cp=policy(driver={}))
+    g = gate(Cluster(nodes, [], [], cp=policy(driver={})), ["h100-0"], None, CanaryOptions(driver_version="610.1"))
     assert g["passed"] and g["unmanaged"] == {}
-    g = gate(nodes, [], [], ["h100-0", "a100-0"], None, target_driver="610.1", cp=policy(driver={}))
+    g = gate(
+        Cluster(nodes, [], [], cp=policy(driver={})), ["h100-0", "a100-0"], None, CanaryOptions(driver_version="610.1")
+    )
     assert not g["passed"] and list(g["unmanaged"]["driver"]) == ["a100-0"]
 
 

@@ -6,6 +6,7 @@ import pytest
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.driver import wait_upgraded
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import DRIVER_VERSION_LABEL
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.options import CanaryOptions
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.session import (
     CanarySession,
     Pause,
@@ -62,9 +63,11 @@ def fail(error):
     raise error
 
 
-def session(api, **kwargs):
+def session(api, **options):
     clock = Clock()
-    return CanarySession(api, clock=clock, sleep=clock.sleep, poll=1.0, **kwargs), clock
+    return CanarySession(
+        api, options=CanaryOptions(poll_interval=1.0, **options), clock=clock, sleep=clock.sleep
+    ), clock
 
 
 def checks(api, answers):
