@@ -104,7 +104,8 @@ def _resume_or_start(session, options, nodes, target, source, found):
     waves_plan, unplanned = plan_waves(canary, rest, options.waves)
     taint = {"key": session.taint_key, "effect": session.taint_effect}
     now = utc_now(session.clock)
-    return new_record(target, source, taint, waves_plan, unplanned, excluded, now, quarantined=found), False
+    left_out = {"unplanned": unplanned, "excluded": excluded, "quarantined": found}
+    return new_record(target, source, taint, waves_plan, left_out, now), False
 
 
 def _tolerations(session, cp):

@@ -123,7 +123,7 @@ def test_the_rest_alternates_pools_in_natural_name_order():
 
 def test_the_record_round_trips_through_a_configmap_and_knows_the_next_wave():
     plan, _unplanned = plan_waves(["c0"], ["n1"], ["100%"])
-    rec = new_record({"driver_version": "2"}, {"driver_version": "1"}, {"key": "k"}, plan, [], [], "t0")
+    rec = new_record({"driver_version": "2"}, {"driver_version": "1"}, {"key": "k"}, plan, {}, "t0")
     cm = {"data": {RECORD_KEY: encode_record(rec)}}
     back = decode_record(cm)
     assert back == rec and next_wave(back) == 0
