@@ -27,7 +27,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.upgr
     policy_status,
     running_release,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.admission import gate_plan
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.admission import (
+    GateOptions,
+    gate_plan,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.console import (
     fleet_console,
     operator_lines,
@@ -131,16 +134,8 @@ def validate(client, module, p, now, today):
     admission = None
     if p["admission"] is not None:
         gate = p["admission"]
-        admission = gate_plan(
-            summary,
-            view["nodes"],
-            lists["nodes"],
-            view["cluster_policy"],
-            gate["taint_key"],
-            gate["annotation"],
-            today,
-            gate["known_taints"],
-        )
+        options = GateOptions(gate["taint_key"], gate["annotation"], today, gate["known_taints"])
+        admission = gate_plan(summary, view["nodes"], lists["nodes"], view["cluster_policy"], options)
         summary["admission"] = admission["report"]
     files, generated = report_files(summary, p["dest"], p["basename"], p["title"], now)
     current, stale = write_stale(module, p["dest"], files)
