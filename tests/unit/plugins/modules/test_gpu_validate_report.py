@@ -84,7 +84,14 @@ def test_the_verdict_is_fleet_summary_over_the_full_view_and_only_reads(monkeypa
     result = run(server, monkeypatch, tmp_path)
     assert result["_kind"] == "exit", result.get("msg")
     c = server.collections
-    view = cluster_view(c["/api/v1/nodes"], c[NS + "/pods"], c["/apis/nvidia.com/v1/clusterpolicies"], None)
+    view = cluster_view(
+        {
+            "nodes": c["/api/v1/nodes"],
+            "pods": c[NS + "/pods"],
+            "cluster_policies": c["/apis/nvidia.com/v1/clusterpolicies"],
+            "nvidia_drivers": None,
+        }
+    )
     expected = fleet_summary(HOSTS, view["nodes"], FleetInputs(sandbox_events=[SANDBOX_EVENT]))
     summary = result["summary"]
     assert [r["verdict"] for r in summary["rows"]] == [r["verdict"] for r in expected["rows"]]
