@@ -56,6 +56,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.rele
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.leftovers import (
     release_objects,
+    remaining,
     uninstall_failed,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.modes import (
@@ -341,7 +342,9 @@ class OperatorRelease:
             try:
                 self.helm.uninstall(p.release_name, p.release_namespace, wait=p.wait, timeout=p.timeout)
             except HelmError as exc:
-                uninstall_failed(exc, self.kube, self.served(), self.deployed(), deployed, objects, result)
+                after = self.deployed()
+                left = remaining(self.kube, self.served(), objects)
+                uninstall_failed(exc, objects, left, deployed, after, result)
         delete_crds(self.kube, crds)
         return result
 
