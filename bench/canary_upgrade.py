@@ -45,6 +45,7 @@ from _common import ROOT, K8sClient, load_configuration
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import wave as wave_step
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import CanaryAbort
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.options import CanaryOptions
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.run import Canary
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.session import WRITERS
 
@@ -145,8 +146,8 @@ class Bed:
 
     def clear(self):
         """No canary leftovers: record, skip labels, taints, annotations, faults."""
-        self.client.send_typed(
-            "DELETE", "/api/v1/namespaces/%s/configmaps/gpuops-canary-upgrade" % NS, ok_statuses=(404,)
+        self.client.send(
+            "DELETE", "/api/v1/namespaces/%s/configmaps/gpuops-canary-upgrade" % NS, accept_statuses=(404,)
         )
         for n in self.nodes():
             md = n["metadata"]
@@ -212,14 +213,15 @@ class Phases:
 def canary_run(bed, version, canary, waves, poll):
     """The canary run's seconds and its phases; the wave steps' waits are timed apart from what is left of
     ``run_wave`` (``take``: taint and release)."""
-    c = Canary(bed.client, poll=poll)
+    c = Canary(bed.client, options=CanaryOptions(poll_interval=poll))
     phases = Phases(bed.client)
     saved = {name: getattr(wave_step, name) for name in ("wait_upgraded", "prove_wave")}
     for name, label in (("wait_upgraded", "upgrade"), ("prove_wave", "proof")):
         setattr(wave_step, name, phases.wrap(label, saved[name]))
     t0 = time.monotonic()
     try:
-        _plan, record, nodes, cp = phases.timed("plan", c.plan, version, None, canary, "", waves)
+        target = CanaryOptions(driver_version=version, canary_nodes=canary, waves=waves)
+        _plan, record, nodes, cp = phases.timed("plan", c.plan, target)
         phases.timed("prepare", c.prepare, record, nodes, cp, POLICY, hold_operands=True)
         for wave in record["waves"]:
             start = len(phases.rows)
@@ -252,8 +254,8 @@ def abort_latency(bed, version, canary, poll):
 
     th = threading.Thread(target=watch, daemon=True)
     th.start()
-    c = Canary(bed.client, poll=poll)
-    _plan, record, nodes, cp = c.plan(version, None, canary, "", ["100%"])
+    c = Canary(bed.client, options=CanaryOptions(poll_interval=poll))
+    _plan, record, nodes, cp = c.plan(CanaryOptions(driver_version=version, canary_nodes=canary))
     c.prepare(record, nodes, cp, POLICY, hold_operands=True)
     stopped = None
     try:
@@ -303,7 +305,10 @@ def main():
             bed.clear()
             floors.append(floor(bed, "611.%d.1" % i))
             waves = [
-                w["nodes"] for w in Canary(bed.client).plan("611.%d.4" % i, None, canary, "", args.waves)[1]["waves"]
+                w["nodes"]
+                for w in Canary(bed.client).plan(
+                    CanaryOptions(driver_version="611.%d.4" % i, canary_nodes=canary, waves=args.waves)
+                )[1]["waves"]
             ]
             waved.append(release_waves(bed, "611.%d.4" % i, waves))
             print(

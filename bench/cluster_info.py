@@ -42,7 +42,7 @@ from pathlib import Path
 # _common (bench/_common.py) first: it makes the collection and tests.* importable
 from _common import COLLECTIONS, K8sClient, new_client, parser, scale_testbed
 
-from ansible_collections.gpuops.gpu_operator.plugins.modules.gpu_cluster_info import gather
+from ansible_collections.gpuops.gpu_operator.plugins.modules.gpu_cluster_info import argspec, gather
 
 OPERANDS = [
     "nvidia-driver-daemonset",
@@ -72,7 +72,10 @@ def floor(kubeconfig, dra=False):
 
 def module_gather(kubeconfig, page_size=None):
     c = new_client(kubeconfig)
-    result = gather(c) if page_size is None else gather(c, page_size=page_size)
+    params = {name: spec.get("default") for name, spec in argspec().items()}  # the module's defaults
+    if page_size is not None:
+        params["page_size"] = page_size
+    result = gather(c, params)
     return result["api_requests"], result["totals"]["nodes"], result["totals"]["operand_pods"]
 
 

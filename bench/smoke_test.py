@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 # _common (bench/_common.py) first: it makes the collection and tests.* importable
@@ -32,6 +33,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.smok
     run_selector,
     select_nodes,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.smoke_options import SmokeOptions
 
 NAMESPACE = "default"
 KWOK_LOG = "ran under kwok"
@@ -41,8 +43,11 @@ def gpu_nodes(kubeconfig, limit):
     return select_nodes(new_client(kubeconfig).list_core("nodes", page_size=2000))[:limit]
 
 
+POD = SmokeOptions("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0", timeout=300, namespace=NAMESPACE)
+
+
 def make_pod(run_id, node):
-    return pod_spec(run_id, node, "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0", timeout=300)
+    return pod_spec(run_id, node, POD)
 
 
 def floor(kubeconfig, nodes):
@@ -66,7 +71,7 @@ def floor(kubeconfig, nodes):
 
 def module_run(kubeconfig, nodes):
     c = new_client(kubeconfig)
-    run = SmokeRun(c, NAMESPACE, make_pod, concurrency=len(nodes), poll_interval=0.5, expected_output=KWOK_LOG)
+    run = SmokeRun(c, replace(POD, concurrency=len(nodes), poll_interval=0.5, expected_output=KWOK_LOG))
     t0 = time.perf_counter()
     results = run.run(nodes)
     secs = time.perf_counter() - t0

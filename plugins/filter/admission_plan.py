@@ -93,23 +93,14 @@ _value:
 """
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.admission import (  # noqa: E402
-    DEFAULT_ANNOTATION,
-    DEFAULT_TAINT_KEY,
+    GateOptions,
     gate_plan,
 )
 
 
-def _admission_plan(
-    summary,
-    nodes,
-    node_objects=None,
-    taint_key=DEFAULT_TAINT_KEY,
-    annotation=DEFAULT_ANNOTATION,
-    today=None,
-    known_taints=("nvidia.com/gpu",),
-    cluster_policy=None,
-):
-    return gate_plan(summary, nodes, node_objects, cluster_policy, taint_key, annotation, today, known_taints)
+def _admission_plan(summary, nodes, node_objects=None, cluster_policy=None, **options):
+    """``options``: those of :class:`GateOptions` (``taint_key``, ``annotation``, ``today``, ``known_taints``)."""
+    return gate_plan(summary, nodes, node_objects, cluster_policy, GateOptions(**options))
 
 
 class FilterModule(object):

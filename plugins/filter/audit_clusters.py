@@ -76,6 +76,8 @@ _value:
   type: dict
 """
 
+from collections import namedtuple  # noqa: E402
+
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
 
@@ -97,16 +99,15 @@ def _check(groups, cluster_groups, members):
         )
 
 
+#: The connection of a cluster whose hosts set none of their own (the filter's options of the same names).
+Connection = namedtuple("Connection", "kubeconfig context operator_namespace", defaults=(None, None, None))
+
+
 def audit_clusters(
-    hostvars,
-    groups,
-    host_group="gpu_hosts",
-    cluster_groups=None,
-    default_cluster="default",
-    kubeconfig=None,
-    context=None,
-    operator_namespace=None,
+    hostvars, groups, host_group="gpu_hosts", cluster_groups=None, default_cluster="default", **connection
 ):
+    """``connection``: the options ``kubeconfig``, ``context`` and ``operator_namespace`` (see :data:`Connection`)."""
+    fallback = Connection(**connection)
     cluster_groups = list(cluster_groups or [])
     members = _members(groups, host_group, cluster_groups, default_cluster)
     _check(groups, cluster_groups, members)
@@ -115,9 +116,9 @@ def audit_clusters(
         hv = hostvars[hosts[0]] if hosts else {}
         out[name] = {
             "hosts": hosts,
-            "kubeconfig": hv.get("gpu_audit_kubeconfig", hv.get("gpuops_kubeconfig", kubeconfig)),
-            "context": hv.get("gpu_audit_context", context),
-            "operator_namespace": hv.get("gpu_audit_operator_namespace", operator_namespace),
+            "kubeconfig": hv.get("gpu_audit_kubeconfig", hv.get("gpuops_kubeconfig", fallback.kubeconfig)),
+            "context": hv.get("gpu_audit_context", fallback.context),
+            "operator_namespace": hv.get("gpu_audit_operator_namespace", fallback.operator_namespace),
         }
     return out
 

@@ -109,25 +109,17 @@ _value:
   type: dict
 """
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import fleet_summary  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import (  # noqa: E402
+    FleetInputs,
+    fleet_summary,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.report import summary_lines  # noqa: E402
 
 
-def _fleet_summary(
-    hosts,
-    nodes,
-    smoke=None,
-    monitoring=None,
-    mig_layouts=None,
-    sandbox_events=None,
-    dra=None,
-    routes=None,
-    operator_namespace="gpu-operator",
-    nri_plugin=False,
-):
-    summary = fleet_summary(
-        hosts, nodes, smoke, monitoring, mig_layouts, sandbox_events, dra, routes, operator_namespace, bool(nri_plugin)
-    )
+def _fleet_summary(hosts, nodes, **inputs):
+    """``inputs``: keywords of :class:`FleetInputs` (the options documented above)."""
+    inputs["nri_plugin"] = bool(inputs.get("nri_plugin"))
+    summary = fleet_summary(hosts, nodes, FleetInputs(**inputs))
     summary["lines"] = summary_lines(summary)
     return summary
 

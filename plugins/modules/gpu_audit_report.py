@@ -207,6 +207,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module i
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.report import (
     AuditReport,
     ReportError,
+    ReportOptions,
 )
 
 
@@ -239,16 +240,7 @@ def execute_module(module):
             "hosts %s: each needs a dict whose cluster is a key of clusters (%s)"
             % (", ".join(bad), ", ".join(sorted(p["clusters"])) or "none given")
         )
-    report = AuditReport(
-        p["dest"],
-        p["hosts"],
-        p["clusters"],
-        p["formats"],
-        p["basename"],
-        p["baseline"],
-        p["title"],
-        p["thermal_warning_c"],
-    )
+    report = AuditReport(p["hosts"], p["clusters"], ReportOptions.from_params(p))
     try:
         result = report.run(_now(), module)
     except (ReportError, OSError) as exc:

@@ -466,19 +466,7 @@ def _fetch(url):
 def execute(module, client, clock=time.time, sleep=time.sleep):
     """Run ``step`` (see :func:`.steps.run_step`) in the operator namespace found; returns the result dict."""
     p = dict(module.params, _fetch=_fetch)
-    canary, names = canary_for(
-        client,
-        p,
-        configmap=p["record_name"],
-        taint_key=p["taint_key"],
-        taint_effect=p["taint_effect"],
-        check_mode=module.check_mode,
-        clock=clock,
-        sleep=sleep,
-        poll=p["poll_interval"],
-        progress_interval=p["progress_interval"] or None,
-        continue_wait=p["continue_wait"],
-    )
+    canary, names = canary_for(client, p, check_mode=module.check_mode, clock=clock, sleep=sleep)
     result = {"changes": canary.changes, "operator": names.result()}
     result.update(run_step(canary, p, module.check_mode))
     result.update(changed=bool(canary.changes), api_requests=client.requests)

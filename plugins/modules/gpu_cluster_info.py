@@ -399,38 +399,27 @@ def argspec():
     return spec
 
 
-def gather(
-    client,
-    label_selector=None,
-    operator_namespace=None,
-    page_size=2000,
-    dra_driver=DRIVER,
-    node_detail="problems",
-    quarantine_markers=(),
-    cluster_policy=None,
-):
+def gather(client, params):
     """All LISTs the view needs, then the view itself, and why each driver upgrade that is not done stalls (three
-    more LISTs, only while one is not done). ``client`` is a ``_clients.k8s.K8sClient``; the operator's names are
-    discovered unless given."""
-    lists = read_lists(client, label_selector, operator_namespace, page_size, dra_driver, cluster_policy)
-    result = view_of(lists, label_selector, node_detail, quarantine_markers)
+    more LISTs, only while one is not done). ``client`` is a ``_clients.k8s.K8sClient``; ``params`` the module's; the
+    operator's names are discovered unless given."""
+    page_size = params["page_size"]
+    lists = read_lists(
+        client,
+        params["label_selector"],
+        params["operator_namespace"],
+        page_size,
+        params["dra_driver"],
+        params["cluster_policy"],
+    )
+    result = view_of(lists, params["label_selector"], params["node_detail"], params["quarantine_markers"])
     result["driver_upgrades"] = read_stalls(client, lists["nodes"], lists["names"].policy, page_size, time.time())
     result["api_requests"] = client.requests
     return result
 
 
 def execute_module(module):
-    client = module_client(module)
-    result = gather(
-        client,
-        label_selector=module.params["label_selector"],
-        operator_namespace=module.params["operator_namespace"],
-        page_size=module.params["page_size"],
-        dra_driver=module.params["dra_driver"],
-        node_detail=module.params["node_detail"],
-        quarantine_markers=module.params["quarantine_markers"],
-        cluster_policy=module.params["cluster_policy"],
-    )
+    result = gather(module_client(module), module.params)
     result["changed"] = False
     return result
 

@@ -331,9 +331,7 @@ def execute_module(module):
         # Reach the API server as this identity before helm does: a refused connection or a missing permission
         # then fails with the collection's message (server, status, the rule to grant), not as helm's stderr.
         kube.get("/api/v1/nodes", query={"limit": 1}, what="list nodes")
-        release = OperatorRelease(
-            ReleaseParams.from_module(module.params), helm, kube, check_mode=module.check_mode, diff=module._diff
-        )
+        release = OperatorRelease(ReleaseParams.from_module(module), helm, kube)
         try:
             result = release.run()
         except GpuOpsError as exc:

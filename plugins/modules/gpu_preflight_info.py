@@ -176,7 +176,11 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args imp
     OPERATOR_NAMES_ARG_SPEC,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.preflight import SECTIONS, gather
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.preflight import (
+    SECTIONS,
+    PreflightOptions,
+    gather,
+)
 
 
 def argspec():
@@ -225,17 +229,7 @@ def reviewer(configuration):
 
 def execute_module(module):
     client = module_client(module)
-    result = gather(
-        client,
-        review=reviewer(client.configuration),
-        sections=module.params["sections"],
-        operator_namespace=module.params["operator_namespace"],
-        runtime_class=module.params["runtime_class"],
-        permissions=module.params["permissions"],
-        identity=module.params["identity"],
-        page_size=module.params["page_size"],
-        cluster_policy=module.params["cluster_policy"],
-    )
+    result = gather(client, PreflightOptions.from_params(module.params), review=reviewer(client.configuration))
     result["changed"] = False
     return result
 

@@ -316,18 +316,16 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args imp
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.smoke import (
-    DEFAULT_TOLERATIONS,
-    MODES,
     SmokeError,
     SmokeRun,
     gpus_for,
-    pod_spec,
     run_labels,
     run_selector,
     select_nodes,
     summarize,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.smoke_claims import claim_setup, use_claim
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.smoke_claims import claim_setup
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.smoke_options import MODES, SmokeOptions
 
 
 def argspec():
@@ -375,11 +373,6 @@ def _check_params(p):
 def execute_module(module, client=None):
     p = module.params
     _check_params(p)
-    mode = MODES[p["mode"]]
-    image = p["image"] or mode["image"]
-    command = p["command"] if p["command"] is not None else mode["command"]
-    expected = p["expected_output"] if p["expected_output"] is not None else mode["expected_output"]
-    tolerations = p["tolerations"] if p["tolerations"] is not None else list(DEFAULT_TOLERATIONS)
     client = client or module_client(module)
 
     nodes = client.list_core("nodes", label_selector=p["label_selector"], page_size=2000)
@@ -392,33 +385,7 @@ def execute_module(module, client=None):
         gpu_nodes_only=not p["label_selector"],
     )
 
-    def make_pod(run_id, node):
-        pod = pod_spec(
-            run_id,
-            node,
-            image,
-            command=command,
-            gpus=p["gpus"],
-            resource=p["resource"],
-            tolerations=tolerations,
-            timeout=p["timeout"],
-            labels=p["pod_labels"],
-            runtime_class_name=p["runtime_class_name"],
-            image_pull_secrets=p["image_pull_secrets"],
-        )
-        return use_claim(pod, run.claims.template) if run.claims else pod
-
-    run = SmokeRun(
-        client,
-        p["namespace"],
-        make_pod,
-        concurrency=p["concurrency"],
-        timeout=p["timeout"],
-        schedule_timeout=p["schedule_timeout"],
-        poll_interval=p["poll_interval"],
-        expected_output=expected or None,
-        collect_logs=p["collect_logs"],
-    )
+    run = SmokeRun(client, SmokeOptions.from_params(p))
     run.claims = claim_setup(
         client, p, run.run_id, run_labels(run.run_id), run_selector(run.run_id), page_size=run.page_size
     )

@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
+    ViewOptions,
     cluster_view,
     gpu_cluster_view,
 )
@@ -64,18 +65,13 @@ def view_of(lists, label_selector=None, node_detail="all", quarantine_markers=()
     used, :meth:`.OperatorNames.result`) and ``gpu_cluster`` (the GPUCluster in use, or None) (without a label selector
     only GPU nodes are kept: the LIST could not narrow them server-side); ``quarantine_markers`` as in
     ``cluster_view``."""
-    result = cluster_view(
-        lists["nodes"],
-        lists["pods"],
-        lists["cluster_policies"],
-        lists["nvidia_drivers"],
+    options = ViewOptions(
         gpu_nodes_only=not label_selector,
-        dra=lists["dra"],
         node_detail=node_detail,
         quarantine_markers=quarantine_markers,
         cluster_policy=name_of(lists["names"].policy) if lists["names"].policy else None,
-        sandbox_events=lists.get("sandbox_events"),
     )
+    result = cluster_view(lists, options)
     result["kubernetes_version"] = lists["kubernetes_version"]
     result["operator"] = lists["names"].result()
     result["gpu_cluster"] = gpu_cluster_view(lists["names"].gpu_cluster)

@@ -17,6 +17,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import (
     PLUGIN_COMPONENT,
     DraIndex,
@@ -399,37 +402,38 @@ def _kept(summaries, coverage):
     return {name for name, line in summaries.items() if coverage == "problem" and line["problems"]}
 
 
-def cluster_view(
-    nodes,
-    pods,
-    cluster_policies=None,
-    nvidia_drivers=None,
-    gpu_nodes_only=True,
-    dra=None,
-    node_detail="all",
-    quarantine_markers=(),
-    cluster_policy=None,
-    sandbox_events=None,
-):
-    """Everything the module returns except request counts and the server version.
+@dataclass(frozen=True)
+class ViewOptions:
+    """How :func:`cluster_view` shapes the view: with ``gpu_nodes_only`` nodes failing :func:`is_gpu_node` are dropped
+    (used when no label selector narrowed the LIST server-side; a node that publishes DRA devices counts as a GPU
+    node); ``node_detail`` (one of :data:`NODE_DETAIL`) picks the nodes kept in ``nodes`` (the full view) and in
+    ``node_summary``; ``quarantine_markers`` adds remediation markers to the known ones (each node view's
+    ``quarantine``); ``cluster_policy`` names the ClusterPolicy in use (None: the one the operator reconciles)."""
 
-    ``nodes`` and ``pods`` are lists of raw dicts; ``cluster_policies``/``nvidia_drivers`` are lists or
-    None (None: the CRD is not installed); ``dra``: a ``dra_view.DraIndex`` (None: DRA not read). With
-    ``gpu_nodes_only`` nodes failing :func:`is_gpu_node` are dropped (used when no label selector narrowed the
-    LIST server-side); a node that publishes DRA devices counts as a GPU node. ``node_detail`` (one of
-    :data:`NODE_DETAIL`) picks the nodes kept in ``nodes`` (the full view) and in ``node_summary``;
-    ``quarantine_markers`` adds
-    remediation markers to the known ones (each node view's ``quarantine``); ``cluster_policy`` names the
-    ClusterPolicy in use (None: the one the operator reconciles); ``sandbox_events`` the FailedCreatePodSandBox
-    events of the operand pods (None: not read).
+    gpu_nodes_only: bool = True
+    node_detail: str = "all"
+    quarantine_markers: Sequence = ()
+    cluster_policy: Optional[str] = None
+
+
+def cluster_view(lists, options=ViewOptions()):
+    """Everything the module returns except request counts and the server version, from the raw objects ``lists``
+    (the keys of ``cluster_read.read_lists``; a missing key reads None) shaped as ``options`` (a
+    :class:`ViewOptions`) says.
+
+    ``nodes`` and ``pods`` are lists of raw dicts; ``cluster_policies``/``nvidia_drivers`` are lists or None (None:
+    the CRD is not installed); ``dra``: a ``dra_view.DraIndex`` (None: DRA not read); ``sandbox_events`` the
+    FailedCreatePodSandBox events of the operand pods (None: not read).
     """
-    dra = dra or DraIndex(None)
-    known = markers(quarantine_markers)
-    by_node, unscheduled = operands_by_node(pods, sandbox_events)
+    nodes, cluster_policies, nvidia_drivers = lists["nodes"], lists.get("cluster_policies"), lists.get("nvidia_drivers")
+    cluster_policy, node_detail = options.cluster_policy, options.node_detail
+    dra = lists.get("dra") or DraIndex(None)
+    known = markers(options.quarantine_markers)
+    by_node, unscheduled = operands_by_node(lists["pods"], lists.get("sandbox_events"))
     required = required_operands(cluster_policy_in_use(cluster_policies, cluster_policy))
     views = []
     for node in nodes:
-        if gpu_nodes_only and not (is_gpu_node(node) or name_of(node) in dra.by_node):
+        if options.gpu_nodes_only and not (is_gpu_node(node) or name_of(node) in dra.by_node):
             continue
         views.append(node_view(node, by_node.get(name_of(node)), required, dra, known))
     views.sort(key=lambda v: v["name"] or "")

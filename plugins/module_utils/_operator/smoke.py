@@ -50,24 +50,6 @@ MANAGED_BY = ("app.kubernetes.io/managed-by", "gpuops.gpu_operator")
 NODE_ANNOTATION = "gpuops.io/smoke-test-node"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
-#: What each mode runs and the text its log must contain. The vectoradd sample prints "Test PASSED" after it
-#: has added two vectors on the GPU; ``nvidia-smi -L`` prints one "GPU <index>: <name> (UUID: ...)" line per GPU.
-MODES = {
-    "vectoradd": {
-        "image": "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0",
-        "command": None,
-        "expected_output": "Test PASSED",
-    },
-    "nvidia-smi": {
-        "image": "nvcr.io/nvidia/cuda:12.5.0-base-ubuntu22.04",
-        "command": ["nvidia-smi", "-L"],
-        "expected_output": "GPU 0:",
-    },
-}
-
-#: Tolerations when none are given: the taint GPU pools commonly carry.
-DEFAULT_TOLERATIONS = ({"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},)
-
 LOG_TAIL_LINES = 50
 LOG_LIMIT_BYTES = 16384
 
@@ -115,42 +97,29 @@ def gpus_for(node, gpus, resource=GPU_RESOURCE):
     return count
 
 
-def pod_spec(
-    run_id,
-    node,
-    image,
-    command=None,
-    args=None,
-    gpus=1,
-    resource=GPU_RESOURCE,
-    tolerations=DEFAULT_TOLERATIONS,
-    timeout=300,
-    labels=None,
-    runtime_class_name=None,
-    image_pull_secrets=None,
-):
-    """The smoke pod for ``node`` (a node dict as a LIST returns it)."""
+def pod_spec(run_id, node, options):
+    """The smoke pod for ``node`` (a node dict as a LIST returns it) with ``options`` (a :class:`.SmokeOptions`)."""
     name = name_of(node)
     hostname = labels_of(node).get(HOSTNAME_LABEL) or name
-    count = gpus_for(node, gpus, resource)
-    pod_labels = dict(labels or {})
+    count = gpus_for(node, options.gpus, options.resource)
+    pod_labels = dict(options.pod_labels or {})
     pod_labels.update(run_labels(run_id))
     container = {
         "name": "smoke",
-        "image": image,
-        "resources": {"limits": {resource: str(count)}, "requests": {resource: str(count)}},
+        "image": options.image,
+        "resources": {"limits": {options.resource: str(count)}, "requests": {options.resource: str(count)}},
         "securityContext": {"allowPrivilegeEscalation": False},
     }
-    if command:
-        container["command"] = list(command)
-    if args:
-        container["args"] = list(args)
+    if options.command:
+        container["command"] = list(options.command)
+    if options.args:
+        container["args"] = list(options.args)
     spec = {
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": 0,
         "automountServiceAccountToken": False,
         # the pod ends itself if a run is killed before its cleanup: a second guard next to the label sweep
-        "activeDeadlineSeconds": int(timeout) + 60,
+        "activeDeadlineSeconds": int(options.timeout) + 60,
         "affinity": {
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -160,13 +129,13 @@ def pod_spec(
                 }
             }
         },
-        "tolerations": [dict(t) for t in tolerations or ()],
+        "tolerations": [dict(t) for t in options.tolerations or ()],
         "containers": [container],
     }
-    if runtime_class_name:
-        spec["runtimeClassName"] = runtime_class_name
-    if image_pull_secrets:
-        spec["imagePullSecrets"] = [{"name": s} for s in image_pull_secrets]
+    if options.runtime_class_name:
+        spec["runtimeClassName"] = options.runtime_class_name
+    if options.image_pull_secrets:
+        spec["imagePullSecrets"] = [{"name": s} for s in options.image_pull_secrets]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -266,40 +235,22 @@ def classify(pod, expected_output=None, logs=None, timed_out=False, schedule_eve
 class SmokeRun:
     """One smoke-test run. ``clock``/``sleep`` are injectable so unit tests run instantly."""
 
-    def __init__(
-        self,
-        client,
-        namespace,
-        make_pod,
-        concurrency=10,
-        timeout=300,
-        schedule_timeout=60,
-        poll_interval=1.0,
-        expected_output=None,
-        collect_logs=True,
-        cleanup_timeout=60,
-        clock=time.monotonic,
-        sleep=time.sleep,
-        page_size=2000,
-        run_id=None,
-        workers=4,
-        claims=None,
-    ):
+    def __init__(self, client, options, run_id=None, claims=None, clock=time.monotonic, sleep=time.sleep):
         self.client = client
-        self.namespace = namespace
-        self.make_pod = make_pod  # callable(run_id, node) -> pod dict
-        self.concurrency = max(1, int(concurrency))
-        self.timeout = float(timeout)
-        self.schedule_timeout = float(min(schedule_timeout, timeout))
-        self.poll_interval = float(poll_interval)
-        self.expected_output = expected_output
-        self.collect_logs = collect_logs
-        self.cleanup_timeout = float(cleanup_timeout)
+        self.options = options
+        self.namespace = options.namespace
+        self.concurrency = max(1, int(options.concurrency))
+        self.timeout = float(options.timeout)
+        self.schedule_timeout = float(min(options.schedule_timeout, options.timeout))
+        self.poll_interval = float(options.poll_interval)
+        self.expected_output = options.expected_output
+        self.collect_logs = options.collect_logs
+        self.cleanup_timeout = float(options.cleanup_timeout)
         self.clock = clock
         self.sleep = sleep
-        self.page_size = page_size
+        self.page_size = options.page_size
         self.run_id = run_id or uuid.uuid4().hex[:8]
-        self.workers = max(1, int(workers))
+        self.workers = max(1, int(options.workers))
         self.claims = claims  # a smoke_claims.ClaimSetup in claim mode
         self.swept = []
         self.leftovers = []
@@ -342,7 +293,7 @@ class SmokeRun:
 
     def plan(self, nodes):
         """What check mode returns: per node the pod that would run (``pod``, ``node``, ``image``, ``resources``)."""
-        pods = [self.make_pod(self.run_id, node) for node in nodes]
+        pods = [self.make_pod(node) for node in nodes]
         return [
             {
                 "pod": name_of(pod),
@@ -352,6 +303,11 @@ class SmokeRun:
             }
             for pod in pods
         ]
+
+    def make_pod(self, node):
+        """The pod of this run for ``node``; in claim mode it gets its GPUs from the run's claim template."""
+        pod = pod_spec(self.run_id, node, self.options)
+        return smoke_claims.use_claim(pod, self.claims.template) if self.claims else pod
 
     def _requested(self, pod):
         return self.claims.resources if self.claims else pod["spec"]["containers"][0]["resources"]["limits"]
@@ -373,7 +329,7 @@ class SmokeRun:
             if self.claims:
                 self.claims.prepare()
             while queue or in_flight:
-                batch = [self.make_pod(self.run_id, n) for n in queue[: max(0, self.concurrency - len(in_flight))]]
+                batch = [self.make_pod(n) for n in queue[: max(0, self.concurrency - len(in_flight))]]
                 del queue[: len(batch)]
                 started = self.clock()
                 for pod, created in zip(batch, self._map(lambda b: self.client.create_pod(self.namespace, b), batch)):
@@ -414,7 +370,9 @@ class SmokeRun:
                     for name, pod in expired:
                         info = in_flight.pop(name)
                         if pod is None:
-                            results[info["node"]] = self._result(info, name, "failed", "the pod disappeared", now)
+                            results[info["node"]] = self._result(
+                                info, name, ("failed", "the pod disappeared", None), now
+                            )
                             continue
                         uid = meta_of(pod).get("uid")
                         status, reason, exit_code = classify(
@@ -426,7 +384,7 @@ class SmokeRun:
                         )
                         if status == "failed":
                             reason = "%s after %ds" % (reason, self.timeout)
-                        results[info["node"]] = self._result(info, name, status, reason, now, exit_code=exit_code)
+                        results[info["node"]] = self._result(info, name, (status, reason, exit_code), now)
                     self._map(lambda np: self.client.delete_pod(self.namespace, np[0]), expired)
         finally:
             self.cleanup()
@@ -441,13 +399,13 @@ class SmokeRun:
             logs = self.client.pod_log(
                 self.namespace, name, container="smoke", tail_lines=LOG_TAIL_LINES, limit_bytes=LOG_LIMIT_BYTES
             )
-        status, reason, exit_code = classify(pod, self.expected_output, logs=logs)
+        outcome = classify(pod, self.expected_output, logs=logs)
         self.client.delete_pod(self.namespace, name)
-        return self._result(
-            info, name, status, reason, now, exit_code=exit_code, logs=logs if self.collect_logs else None
-        )
+        return self._result(info, name, outcome, now, logs=logs if self.collect_logs else None)
 
-    def _result(self, info, name, status, reason, now, exit_code=None, logs=None):
+    def _result(self, info, name, outcome, now, logs=None):
+        """The result of one pod; ``outcome`` is what :func:`classify` returned for it."""
+        status, reason, exit_code = outcome
         return {
             "node": info["node"],
             "pod": name,

@@ -133,10 +133,10 @@ def _templates_path(namespace, name=""):
 
 def _unlabel(client, namespace):
     body = {"metadata": {"labels": {ADMIN_ACCESS_LABEL: None}, "annotations": {LABELLED_BY: None}}}
-    client.send(
+    client.send_typed(
         "PATCH",
         _namespace_path(namespace),
-        body=body,
+        body,
         content_type="application/merge-patch+json",
         what="remove label %s from namespace %s" % (ADMIN_ACCESS_LABEL, namespace),
     )
@@ -207,10 +207,10 @@ class ClaimSetup:
                     "annotations": {LABELLED_BY: name_of(self.template)},
                 }
             }
-            self.client.send(
+            self.client.send_typed(
                 "PATCH",
                 _namespace_path(self.namespace),
-                body=body,
+                body,
                 content_type="application/merge-patch+json",
                 what="label namespace %s %s=true" % (self.namespace, ADMIN_ACCESS_LABEL),
             )

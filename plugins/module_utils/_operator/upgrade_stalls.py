@@ -341,14 +341,15 @@ def _cause(node, state, ctx):
     return "in progress", None, False
 
 
-def diagnose(nodes, pods, pdbs, events, policy, cp_name, now):
+def diagnose(nodes, pods, pdbs, events, cp, now):
     """One entry per node whose driver upgrade is not done (``{node, state, since, seconds, cause, fix, stalled}``)
     from the Node objects ``nodes``, the pods on them, the PodDisruptionBudgets, the upgrade controller's Node events
-    (reason ``GPUDriverUpgrade``), the ClusterPolicy ``cp_name``'s ``driver.upgradePolicy`` and ``now`` (epoch s).
-    ``stalled`` says the cluster shows a cause that holds the node; ``fix`` is a command or None."""
+    (reason ``GPUDriverUpgrade``), the ClusterPolicy ``cp`` (raw, or None: its ``driver.upgradePolicy``) and ``now``
+    (epoch s). ``stalled`` says the cluster shows a cause that holds the node; ``fix`` is a command or None."""
     managed = [n for n in nodes if UPGRADE_STATE_LABEL in labels_of(n)]
-    ctx = {"pods": pods, "pdbs": pdbs, "events": events, "policy": policy or {}, "managed": managed}
-    ctx["cp_name"] = cp_name or "<clusterpolicy>"
+    policy = ((cp or {}).get("spec") or {}).get("driver", {}).get("upgradePolicy") or {}
+    ctx = {"pods": pods, "pdbs": pdbs, "events": events, "policy": policy, "managed": managed}
+    ctx["cp_name"] = (name_of(cp) if cp else None) or "<clusterpolicy>"
     out = []
     for node in sorted(managed, key=name_of):
         state = labels_of(node).get(UPGRADE_STATE_LABEL) or ""
@@ -396,5 +397,4 @@ def read_stalls(client, nodes, cp, page_size, now):
         field_selector="involvedObject.kind=Node,reason=%s" % EVENT_REASON,
         page_size=page_size,
     )
-    policy = ((cp or {}).get("spec") or {}).get("driver", {}).get("upgradePolicy") or {}
-    return diagnose(nodes, pods, pdbs, events, policy, name_of(cp) if cp else None, now)
+    return diagnose(nodes, pods, pdbs, events, cp, now)

@@ -18,6 +18,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from dataclasses import dataclass, fields
+from typing import Optional, Sequence
+
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
     UPGRADE_STATE_LABEL,
     is_gpu_node,
@@ -80,23 +83,35 @@ def check_access(review, permissions):
     return {"checked": len(permissions), "missing": missing}
 
 
-def gather(
-    client,
-    review=None,
-    sections=SECTIONS,
-    operator_namespace=None,
-    runtime_class="nvidia",
-    permissions=(),
-    identity="automation",
-    page_size=500,
-    cluster_policy=None,
-):
-    """Every section asked for; ``client`` is a ``_clients.k8s.K8sClient``, ``review`` posts one access review.
-    The ``namespace`` and ``cluster_policy`` sections discover the operator's names unless given (``operator``)."""
+@dataclass(frozen=True)
+class PreflightOptions:
+    """What gpu_preflight_info reads (its options, same names): the ``sections``, the operator's names
+    (``operator_namespace``, ``cluster_policy``; None: discover), the ``runtime_class`` and the ``permissions`` the
+    ``identity`` needs."""
+
+    sections: Sequence[str] = SECTIONS
+    operator_namespace: Optional[str] = None
+    runtime_class: str = "nvidia"
+    permissions: Sequence[dict] = ()
+    identity: str = "automation"
+    page_size: int = 500
+    cluster_policy: Optional[str] = None
+
+    @classmethod
+    def from_params(cls, params):
+        """The options of a gpu_preflight_info task."""
+        return cls(**{field.name: params[field.name] for field in fields(cls)})
+
+
+def gather(client, options, review=None):
+    """Every section ``options`` (a :class:`PreflightOptions`) asks for; ``client`` is a ``_clients.k8s.K8sClient``,
+    ``review`` posts one access review. The ``namespace`` and ``cluster_policy`` sections discover the operator's
+    names unless given (``operator``)."""
+    sections, page_size, runtime_class = options.sections, options.page_size, options.runtime_class
     out = {}
     names = None
     if "namespace" in sections or "cluster_policy" in sections:
-        names = discover(client, operator_namespace, cluster_policy, page_size)
+        names = discover(client, options.operator_namespace, options.cluster_policy, page_size)
         out["operator"] = names.result()
     if "version" in sections:
         out["kubernetes_version"] = client.version()
@@ -142,8 +157,9 @@ def gather(
             "dcgm_exporter_enabled": (spec.get("dcgmExporter") or {}).get("enabled"),
         }
     if "access" in sections:
-        result = check_access(review, list(permissions)) if permissions else {"checked": 0, "missing": []}
-        result["identity"] = identity
+        permissions = list(options.permissions)
+        result = check_access(review, permissions) if permissions else {"checked": 0, "missing": []}
+        result["identity"] = options.identity
         out["access"] = [result]
     out["api_requests"] = client.requests
     return out

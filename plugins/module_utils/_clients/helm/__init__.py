@@ -14,7 +14,7 @@
 * :mod:`.cli` - the binary behind one ``run_command`` funnel: version detection, ``show chart|values``, the
   chart's CRDs for given values;
 * :mod:`.releases` - :class:`Helm`: ``get metadata|values|manifest``, ``history`` (with each revision's chart
-  version), ``template``, ``upgrade --install``, ``rollback``, ``uninstall``.
+  version), ``template`` and ``upgrade --install`` of a :class:`ReleaseSpec`, ``rollback``, ``uninstall``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -24,6 +24,6 @@ __metaclass__ = type
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm.args import HELM_ARG_SPEC
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm.chart import REPO_ALIAS, ChartRef
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm.cli import HelmError, parse_version
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm.releases import Helm
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm.releases import Helm, ReleaseSpec
 
-__all__ = ("HELM_ARG_SPEC", "REPO_ALIAS", "ChartRef", "Helm", "HelmError", "parse_version")
+__all__ = ("HELM_ARG_SPEC", "REPO_ALIAS", "ChartRef", "Helm", "HelmError", "ReleaseSpec", "parse_version")

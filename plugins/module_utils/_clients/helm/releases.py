@@ -15,12 +15,17 @@ __metaclass__ = type
 
 import json
 import re
+from collections import namedtuple
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm.cli import HelmCli, HelmError
 
 _NOT_FOUND = re.compile(r"release: not found|not found", re.IGNORECASE)
 #: ``gpu-operator-v26.3.3`` (helm's ``<chart name>-<chart version>``) -> the version.
 _CHART_VERSION = re.compile(r"^.+?-(v?\d+\.\d+\.\d+\S*)$")
+
+#: What :meth:`Helm.template` renders and :meth:`Helm.upgrade` installs: the release ``name`` in ``namespace``, the
+#: ``chart`` (a ``.chart.ChartRef``) at ``version`` and exactly the values in ``values_file``.
+ReleaseSpec = namedtuple("ReleaseSpec", "name namespace chart version values_file")
 
 
 class Helm(HelmCli):
@@ -84,11 +89,12 @@ class Helm(HelmCli):
     def get_hooks(self, name, namespace):
         return self.run(["get", "hooks", name, "-n", namespace], what="get hooks")[1]
 
-    def template(self, name, namespace, chart, version, values_file, api_versions=(), kube_version=None):
-        """``helm template`` (no cluster contact) with the cluster's ``.Capabilities``: ``api_versions`` (every
-        ``group/version`` and ``group/version/Kind`` served) and ``kube_version``, so that a chart reading them renders
-        as ``helm install`` would."""
-        args = ["template", name] + self.chart_args(chart, version) + ["-n", namespace, "-f", values_file]
+    def template(self, spec, api_versions=(), kube_version=None):
+        """``helm template`` of a :class:`ReleaseSpec` (no cluster contact) with the cluster's ``.Capabilities``:
+        ``api_versions`` (every ``group/version`` and ``group/version/Kind`` served) and ``kube_version``, so that a
+        chart reading them renders as ``helm install`` would."""
+        args = ["template", spec.name] + self.chart_args(spec.chart, spec.version)
+        args += ["-n", spec.namespace, "-f", spec.values_file]
         for api_version in api_versions:
             args += ["--api-versions", api_version]
         if kube_version:
@@ -101,28 +107,17 @@ class Helm(HelmCli):
         driver rollout). The module waits for the ClusterPolicy itself, bounded and with a per-node report."""
         return "--wait=legacy" if self.major >= 4 else "--wait"
 
-    def upgrade(
-        self,
-        name,
-        namespace,
-        chart,
-        version,
-        values_file,
-        wait=True,
-        timeout=600,
-        force_conflicts=True,
-        create_namespace=False,
-        apply_method=None,
-    ):
-        """``helm upgrade --install`` with exactly ``values_file`` (``--reset-values``), no CRD hook validation.
+    def upgrade(self, spec, wait=True, timeout=600, force_conflicts=True, create_namespace=False, apply_method=None):
+        """``helm upgrade --install`` of a :class:`ReleaseSpec` with exactly its ``values_file`` (``--reset-values``),
+        no CRD hook validation.
 
         Helm v4 applies server-side; a field another manager set in a chart object (for example a canary's
         patch of ``spec.driver.version``) is then a conflict. ``force_conflicts`` passes ``--force-conflicts``
         so the chart, the declared source of truth, takes the field back - what helm v3's three-way merge does
         anyway.
         """
-        args = ["upgrade", "--install", name] + self.chart_args(chart, version)
-        args += ["-n", namespace, "-f", values_file, "--reset-values", "--disable-openapi-validation"]
+        args = ["upgrade", "--install", spec.name] + self.chart_args(spec.chart, spec.version)
+        args += ["-n", spec.namespace, "-f", spec.values_file, "--reset-values", "--disable-openapi-validation"]
         args += ["--timeout", "%ds" % timeout]
         if wait:
             args.append(self._wait_flag())

@@ -141,18 +141,15 @@ class K8sClient(Transport):
 
     # -- single objects, by path --------------------------------------------------------------------
 
-    def send_typed(
-        self, method, path, body=None, query=None, content_type="application/json", what=None, ok_statuses=()
-    ):
+    def send_typed(self, method, path, body=None, query=None, content_type="application/json", what=None):
         """Like ``send`` but with an explicit ``Content-Type`` (server-side apply needs
         ``application/apply-patch+yaml``); returns the decoded JSON response.
 
         Retried like :meth:`get` on 429/5xx and connection errors (only use it for idempotent requests such
-        as server-side apply or DELETE). A status in ``ok_statuses`` returns ``None``.
+        as server-side apply or DELETE).
         """
-        return self.send(
-            method, path, query=query, body=body, what=what, accept_statuses=ok_statuses, content_type=content_type
-        )
+        headers = {"Content-Type": content_type} if body is not None else None
+        return self.send(method, path, query=query, body=body, what=what, headers=headers)
 
     def get_or_none(self, path, what=None):
         """GET ``path``; ``None`` on HTTP 404."""
@@ -174,7 +171,7 @@ class K8sClient(Transport):
 
     def delete_path(self, path, what=None):
         """DELETE ``path``; returns False when it was already gone (HTTP 404)."""
-        return self.send_typed("DELETE", path, what=what, ok_statuses=(404,)) is not None
+        return self.send("DELETE", path, what=what, accept_statuses=(404,)) is not None
 
     # -- pods ----------------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ __metaclass__ = type
 import json
 import ssl
 import threading
+from collections import namedtuple
 
 try:
     from urllib.parse import urlencode
@@ -28,6 +29,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s.r
     RETRY_STATUSES,
     RetryPolicy,
 )
+
+#: How :meth:`Transport.send` answers: ``raw`` returns the body's bytes, not decoded JSON; a status in
+#: ``accept_statuses`` returns None instead of raising; ``headers`` are added to (or replace) the default ones.
+SendOptions = namedtuple("SendOptions", "raw accept_statuses headers", defaults=(False, (), None))
 
 
 class Transport:
@@ -102,25 +107,17 @@ class Transport:
         ``what`` names the request in error messages (e.g. ``"list nodes"``); ``accept`` replaces the ``Accept``
         header (for example to ask for aggregated API discovery).
         """
-        return self.send("GET", path, query=query, what=what or "GET %s" % path, accept=accept)
+        headers = {"Accept": accept} if accept else None
+        return self.send("GET", path, query=query, what=what or "GET %s" % path, headers=headers)
 
-    def send(
-        self,
-        method,
-        path,
-        query=None,
-        body=None,
-        what=None,
-        raw=False,
-        accept_statuses=(),
-        content_type=None,
-        accept=None,
-    ):
-        """One request of any verb, retried like :meth:`get`; returns decoded JSON (or bytes with ``raw``).
+    def send(self, method, path, query=None, body=None, what=None, **options):
+        """One request of any verb, retried like :meth:`get`; returns decoded JSON.
 
-        A status in ``accept_statuses`` (e.g. 404 for a DELETE of something already gone, 409 for a CREATE
-        that a retried request already made) returns ``None`` instead of raising.
+        ``options`` are those of :data:`SendOptions`: ``raw`` for the bytes; ``accept_statuses`` (e.g. 404 for a
+        DELETE of something already gone, 409 for a CREATE that a retried request already made) return ``None``
+        instead of raising; ``headers`` such as ``Content-Type`` (server-side apply) or ``Accept``.
         """
+        options = SendOptions(**options)
         what = what or "%s %s" % (method, path)
         url = self.url(path, query)
         payload = None if body is None else json.dumps(body).encode("utf-8")
@@ -130,10 +127,9 @@ class Transport:
             self.count_request()
             retry_after = None
             headers = self._headers()
-            if accept:
-                headers["Accept"] = accept
             if payload is not None:
-                headers["Content-Type"] = content_type or "application/json"
+                headers["Content-Type"] = "application/json"
+            headers.update(options.headers or {})
             try:
                 resp = self._pool.request(
                     method, url, body=payload, headers=headers, timeout=self.timeout, retries=False
@@ -150,7 +146,7 @@ class Transport:
                 )
             else:
                 if 200 <= resp.status < 300:
-                    if raw:
+                    if options.raw:
                         return resp.data
                     try:
                         return json.loads(resp.data) if resp.data else {}
@@ -158,7 +154,7 @@ class Transport:
                         raise K8sError(
                             "the API server returned invalid JSON for %s: %s" % (what, exc), resp.status
                         ) from exc
-                if resp.status in accept_statuses:
+                if resp.status in options.accept_statuses:
                     return None
                 failure = status_error(resp, what)
                 if resp.status not in RETRY_STATUSES:

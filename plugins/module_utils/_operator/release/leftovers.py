@@ -63,11 +63,11 @@ def remaining(kube, resources, objects):
     return left
 
 
-def uninstall_failed(exc, kube, resources, after, before, objects, result):
+def uninstall_failed(exc, objects, left, before, after, result):
     """Raise the ReleaseError of a failed uninstall: ``changed`` when helm deleted anything (an object of the release,
-    or its record changed), the objects that remain, and helm's message. ``before``/``after``: the release (``helm
-    get metadata``) before and after the uninstall (None: gone); ``objects``: :func:`release_objects`."""
-    left = remaining(kube, resources, objects)
+    or its record changed), the objects that remain, and helm's message. ``objects``: :func:`release_objects`;
+    ``left``: those :func:`remaining`; ``before``/``after``: the release (``helm get metadata``) before and after the
+    uninstall (None: gone)."""
     kept = {(o["kind"], o["namespace"], o["name"]) for o in left}
     deleted = [o for o in objects if not o["hook"] and (o["kind"], o["namespace"], o["name"]) not in kept]
     moved = after is None or (after.get("status"), after.get("revision")) != (before["status"], before["revision"])

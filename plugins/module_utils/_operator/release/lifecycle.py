@@ -27,7 +27,7 @@ try:
 except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
     yaml = None
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm import HelmError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm import HelmError, ReleaseSpec
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import api_resources, helm_api_versions
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, name_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.crds import (
@@ -56,6 +56,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.rele
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.leftovers import (
     release_objects,
+    remaining,
     uninstall_failed,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.release.modes import (
@@ -84,15 +85,16 @@ DONE = {"install": "installed", "upgrade": "upgraded", "update": "updated", "crd
 
 
 class OperatorRelease:
-    """One run of the module: ``helm`` a ``_clients.helm.Helm``, ``kube`` a ``_clients.k8s.K8sClient``; ``warnings``
+    """One run of the module with ``params`` (a :class:`.params.ReleaseParams`, check and diff mode included):
+    ``helm`` a ``_clients.helm.Helm``, ``kube`` a ``_clients.k8s.K8sClient``; ``warnings``
     collects what the module passes to ``module.warn`` (never a result key)."""
 
-    def __init__(self, params, helm, kube, check_mode=False, diff=False, sleep=time.sleep, clock=time.monotonic):
+    def __init__(self, params, helm, kube, sleep=time.sleep, clock=time.monotonic):
         self.p = params
         self.helm = helm
         self.kube = kube
-        self.check_mode = check_mode
-        self.diff = diff
+        self.check_mode = params.check_mode
+        self.diff = params.diff
         self.sleep = sleep
         self.clock = clock
         self.warnings = []
@@ -218,15 +220,9 @@ class OperatorRelease:
         """The manifest helm renders (``helm template``): the chart's ``fail`` checks, its values schema and every
         template run here, so such a failure stops the run before anything is written, check mode included. The
         chart sees the cluster's API versions and Kubernetes version in ``.Capabilities``, as on an install."""
-        p = self.p
-        values_file = self._values_file(plan["values"])
         try:
             return self.helm.template(
-                p.release_name,
-                p.release_namespace,
-                plan["_chart"],
-                plan["to_version"],
-                values_file,
+                self._spec(plan),
                 api_versions=helm_api_versions(self.served()),
                 kube_version=self.kube.version()["git_version"],
             )
@@ -249,22 +245,19 @@ class OperatorRelease:
 
     # -- writes ------------------------------------------------------------------------------------
 
-    def _values_file(self, values):
+    def _spec(self, plan):
+        """The release and chart of ``plan`` for helm, its values in a new file."""
         fd, path = tempfile.mkstemp(prefix="values-", suffix=".yaml", dir=self.helm.tmpdir)
         with os.fdopen(fd, "w") as handle:
-            yaml.safe_dump(values, handle, default_flow_style=False)
-        return path
+            yaml.safe_dump(plan["values"], handle, default_flow_style=False)
+        return ReleaseSpec(self.p.release_name, self.p.release_namespace, plan["_chart"], plan["to_version"], path)
 
     def install_or_upgrade(self, plan):
         p = self.p
         before = self.helm.history(p.release_name, p.release_namespace)
         try:
             self.helm.upgrade(
-                p.release_name,
-                p.release_namespace,
-                plan["_chart"],
-                plan["to_version"],
-                self._values_file(plan["values"]),
+                self._spec(plan),
                 wait=p.wait,
                 timeout=p.timeout,
                 force_conflicts=p.force_conflicts,
@@ -349,7 +342,9 @@ class OperatorRelease:
             try:
                 self.helm.uninstall(p.release_name, p.release_namespace, wait=p.wait, timeout=p.timeout)
             except HelmError as exc:
-                uninstall_failed(exc, self.kube, self.served(), self.deployed(), deployed, objects, result)
+                after = self.deployed()
+                left = remaining(self.kube, self.served(), objects)
+                uninstall_failed(exc, objects, left, deployed, after, result)
         delete_crds(self.kube, crds)
         return result
 

@@ -24,7 +24,8 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.valu
 
 
 class ReleaseParams:
-    """Everything the life cycle needs, from the module's params (one object, never loose arguments)."""
+    """Everything the life cycle needs, from the module's params and its check and diff modes (one object, never
+    loose arguments)."""
 
     FIELDS = (
         "state",
@@ -53,7 +54,9 @@ class ReleaseParams:
         "context",
     )
 
-    def __init__(self, **kwargs):
+    def __init__(self, check_mode=False, diff=False, **kwargs):
+        self.check_mode = check_mode
+        self.diff = diff
         for name in self.FIELDS:
             setattr(self, name, kwargs.get(name))
         self.values = self.values or {}
@@ -61,8 +64,10 @@ class ReleaseParams:
         self.rollback_on_failure = self.rollback_on_failure is not False
 
     @classmethod
-    def from_module(cls, params):
-        return cls(**{k: params.get(k) for k in cls.FIELDS})
+    def from_module(cls, module):
+        """The module's params, with its check mode and diff mode."""
+        fields = {k: module.params.get(k) for k in cls.FIELDS}
+        return cls(check_mode=module.check_mode, diff=module._diff, **fields)
 
     def chart(self):
         try:

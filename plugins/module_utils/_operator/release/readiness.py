@@ -22,6 +22,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
     UPGRADE_SKIP_LABEL,
+    ViewOptions,
     cluster_policy_in_use,
     cluster_view,
     operand_ok,
@@ -111,7 +112,8 @@ def readiness(kube, namespace, kind="ClusterPolicy"):
     nodes = kube.list_core("nodes")
     pods = kube.list_core("pods", namespace=namespace)
     # a GPUCluster-mode node advertises no extended GPU resource: every node's operands count there
-    view = cluster_view(nodes, pods, policies, drivers, gpu_nodes_only=kind == "ClusterPolicy")
+    lists = {"nodes": nodes, "pods": pods, "cluster_policies": policies, "nvidia_drivers": drivers}
+    view = cluster_view(lists, ViewOptions(gpu_nodes_only=kind == "ClusterPolicy"))
     cp = view["cluster_policy"] or {}
     not_ready = {}
     for name, node in view["nodes"].items():

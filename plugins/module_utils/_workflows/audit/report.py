@@ -20,6 +20,8 @@ __metaclass__ = type
 
 import json
 import os
+from dataclasses import dataclass, fields
+from typing import Optional, Sequence
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.files import read_text, write_stale
@@ -74,32 +76,42 @@ def load_baseline(path):
         raise ReportError(str(exc)) from exc
 
 
+@dataclass(frozen=True)
+class ReportOptions:
+    """Where and how gpu_audit_report writes (its options, same names): the ``dest`` directory, the ``formats``
+    (json, markdown, html) named ``basename``, the ``baseline`` snapshot to compare with (a path, None: none), the
+    ``title`` and the temperature from which a GPU is ``warning`` (``thermal_warning_c``)."""
+
+    dest: str
+    formats: Sequence[str]
+    basename: str = "gpu-audit"
+    baseline: Optional[str] = None
+    title: str = "GPU fleet audit"
+    thermal_warning_c: int = 85
+
+    @classmethod
+    def from_params(cls, params):
+        """The options of a gpu_audit_report task."""
+        return cls(**{field.name: params[field.name] for field in fields(cls)})
+
+
 class AuditReport(object):
-    """Build the snapshot, render the chosen formats, and write only the files whose content changed.
+    """Build the snapshot of ``hosts`` and ``clusters``, render the chosen formats, and write only the files whose
+    content changed, as ``options`` (a :class:`ReportOptions`) say.
 
     A re-run over an unchanged fleet keeps the earlier snapshot's ``generated_at``, so it renders the same bytes
     and reports ``changed=false``.
     """
 
-    def __init__(
-        self,
-        dest,
-        hosts,
-        clusters,
-        formats,
-        basename="gpu-audit",
-        baseline=None,
-        title="GPU fleet audit",
-        thermal_warning_c=85,
-    ):
-        self.dest = dest
+    def __init__(self, hosts, clusters, options):
+        self.dest = options.dest
         self.hosts = hosts
         self.clusters = clusters
-        self.formats = list(dict.fromkeys(formats))
-        self.basename = basename
-        self.baseline_path = baseline
-        self.title = title
-        self.thermal_warning_c = thermal_warning_c
+        self.formats = list(dict.fromkeys(options.formats))
+        self.basename = options.basename
+        self.baseline_path = options.baseline
+        self.title = options.title
+        self.thermal_warning_c = options.thermal_warning_c
 
     def path(self, fmt):
         """The report file of format ``fmt``."""

@@ -21,6 +21,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
+
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
 
 SEVERITIES = ("fail", "warn", "info")
@@ -84,14 +87,19 @@ def unread(what, fix):
     return Outcome(FAIL, "unknown: %s" % what, fix, at_most="warn")
 
 
-class Check(object):
+@dataclass(frozen=True)
+class Check:
     """A built-in check: its id, scope, default severity, title and function; ``layer`` (one of
     ``_core.layers.LAYERS``) when the check names the layer it guards, ``modes`` (install modes, ``gpucluster``...)
     when it applies to those only (None: to every mode)."""
 
-    def __init__(self, check_id, scope, severity, title, fn, layer=None, modes=None):
-        self.id, self.scope, self.severity, self.title, self.fn = check_id, scope, severity, title, fn
-        self.layer, self.modes = layer, modes
+    id: str
+    scope: str
+    severity: str
+    title: str
+    fn: Callable
+    layer: Optional[str] = None
+    modes: Optional[Sequence[str]] = None
 
     def applies(self, operator_mode):
         """Whether the check runs for ``operator_mode`` (None: the chart's default, ``clusterpolicy``)."""

@@ -111,20 +111,22 @@ def _client_pods(pods, node):
     )
 
 
-def predict(planned, pods, daemonsets, cp, target, source, options):
-    """The disruption of each planned node; ``options``: ``namespace`` (the operator's), ``values`` (chart values),
-    ``eviction`` (the wave's policy: ``evict``, ``wait``, ``none``) and ``wait_selector``.
+def predict(planned, cluster, target, source, options, namespace):
+    """The disruption of each planned node from what the plan read (a :class:`.gate.Cluster`), the ``chart_values``,
+    ``eviction`` (the wave's policy: ``evict``, ``wait``, ``none``) and ``wait_for_completion_selector`` of
+    ``options`` (a :class:`.CanaryOptions`), and the driver pods in the operator's ``namespace``.
 
     A node without an operator driver pod keeps its driver (``none``); the wave's own eviction policy still applies
     there. A ``full`` restart evicts the GPU pods (the wave's eviction, else the controller's pod deletion) but
     those waited for; an ``in-place`` one evicts none. Pods of DaemonSets selecting ``nvidia.com/gpu.deploy.client``
     go with every driver restart on operator releases that have the label."""
     release = target.get("chart_version") or source.get("chart_version")
-    change = planned_digest_change(cp, target, source, options.get("values"))
-    drivers = _driver_pods(pods, options.get("namespace"))
-    by_name = {name_of(ds): ds for ds in daemonsets}
-    eviction = options.get("eviction") or "evict"
-    terms = parse_selector(options.get("wait_selector"))
+    pods = cluster.pods
+    change = planned_digest_change(cluster.cp, target, source, options.chart_values)
+    drivers = _driver_pods(pods, namespace)
+    by_name = {name_of(ds): ds for ds in cluster.daemonsets}
+    eviction = options.eviction or "evict"
+    terms = parse_selector(options.wait_for_completion_selector)
     nodes = []
     for node in sorted(planned):
         driver = drivers.get(node)

@@ -50,13 +50,16 @@ def evict(session, pod):
     return True
 
 
-def handle_workloads(session, wave, nodes, policy, wait_selector, timeout, timer):
-    """Wait for the waitForCompletion pods, then evict (``evict``), wait for (``wait``) or leave (``none``) the
-    other GPU pods of the wave's ``nodes`` (the caller leaves out those whose driver restarts in place: the
-    operator keeps their workloads running); returns the evicted pods. CanaryAbort when some are still there
-    ``timeout`` seconds after ``timer["since"]``."""
+def handle_workloads(session, wave, nodes, opts, timer):
+    """Wait for the pods that ``opts["wait_selector"]`` (waitForCompletion) selects, then evict (``evict``), wait
+    for (``wait``) or leave (``none``), as ``opts["policy"]`` says, the other GPU pods of the wave's ``nodes`` (the
+    caller leaves out those whose driver restarts in place: the operator keeps their workloads running); returns the
+    evicted pods. CanaryAbort when some are still there ``opts["eviction_timeout"]`` seconds after
+    ``timer["since"]``; ``opts`` are :func:`.wave.run_wave`'s."""
     members = set(nodes)
-    terms = parse_selector(wait_selector)
+    policy = opts.get("policy", "evict")
+    terms = parse_selector(opts.get("wait_selector") or "")
+    timeout = opts.get("eviction_timeout", 600)
     deadline = timer["since"] + timeout
     evicted, still = [], {}
 

@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from collections import namedtuple
 from urllib.parse import quote
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
@@ -88,11 +89,18 @@ def set_driver_version(session, cp, version, policy, versions=None):
     return changed
 
 
-def wait_upgraded(session, members, target, timeout, timer, title, grace=None):
-    """Wait until every member runs ``target`` (upgrade-done); returns ``(failed {node: why}, progress report)``.
-    Stops at the first failed node (at the watch event that shows it, one poll at most), and, with ``grace``, when
-    nothing can progress (:func:`.progress.stalled`: no upgrade state or driver moved for ``grace`` seconds).
-    ``timer`` (see :meth:`.session.CanarySession.timer`) keeps the deadline and the last movement across calls."""
+#: A wait of :func:`wait_upgraded`: its name in the progress report, how long it may take and, when ``grace`` is
+#: set, how long nothing may move before it stops (:func:`.progress.stalled`).
+UpgradeWait = namedtuple("UpgradeWait", "title timeout grace")
+
+
+def wait_upgraded(session, members, target, timer, wait):
+    """Wait until every member runs ``target`` (upgrade-done) for at most ``wait.timeout`` seconds (an
+    :class:`UpgradeWait`); returns ``(failed {node: why}, progress report)``. Stops at the first failed node (at the
+    watch event that shows it, one poll at most), and, with ``wait.grace``, when nothing can progress (no upgrade
+    state or driver moved for that many seconds). ``timer`` (see :meth:`.session.CanarySession.timer`) keeps the
+    deadline and the last movement across calls."""
+    title, timeout, grace = wait
     deadline = timer["since"] + timeout
     statuses = {}
     pending = set()

@@ -13,6 +13,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from collections import namedtuple
+
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import UPGRADE_STATE_LABEL
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
     annotations_of,
@@ -22,7 +24,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
     name_of,
     namespace_of,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.cuda import cuda_check
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.cuda import (
+    cuda_check,
+    cuda_image_rules,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.managed import refusals
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import FAILED_ANNOTATION
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.pods import (
@@ -101,43 +106,40 @@ def _gpu_jobs(pods, pdbs, planned, wait_selector):
     return sorted(jobs, key=lambda j: j["pod"]), pdb_list
 
 
-def gate(
-    nodes,
-    pods,
-    pdbs,
-    planned,
-    record,
-    wait_selector="",
-    target_driver=None,
-    cuda_rules=(),
-    cp=None,
-    values=None,
-    nvidia_drivers=(),
-    quarantine_failures=(),
-):
+#: What the plan read of the cluster: the nodes, every pod, the PodDisruptionBudgets, the driver DaemonSets, the
+#: ClusterPolicy and the NVIDIADrivers (none outside that mode).
+Cluster = namedtuple("Cluster", "nodes pods pdbs daemonsets cp nvidia_drivers", defaults=((), None, ()))
+
+
+def gate(cluster, planned, record, options, quarantine_failures=()):
     """The cluster part of the gate: ``{"passed", "failures", "unmanaged", "pdbs", "gpu_jobs", "cuda"}``.
 
     Refuses, before any write, a change the operator would never make on a planned node (see :mod:`.managed`: a
-    driver version where the driver is preinstalled or disabled, a toolkit, device plugin or MIG setting in the chart
-    ``values`` where that operand is disabled).
+    ``driver_version`` where the driver is preinstalled or disabled, a toolkit, device plugin or MIG setting in the
+    ``chart_values`` where that operand is disabled); ``options`` is the run's :class:`.CanaryOptions`.
 
     Fails on a planned node in ``upgrade-failed`` that this run did not leave there (the record's failed wave is ours to
     retry) and with ``quarantine_failures`` (see :func:`.quarantine.failures`: foreign-quarantined nodes are left out of
     the waves, not failures, unless they use up ``maxUnavailable`` or the caller refuses them). Lists the
     PodDisruptionBudgets that cover GPU pods on planned nodes and the GPU jobs there (those that match the
     waitForCompletion selector are waited for). Fails when a running GPU workload on a planned node needs a newer driver
-    than ``target_driver`` for its image's CUDA version (``cuda``, see :func:`.cuda.cuda_check`).
+    than ``driver_version`` for its image's CUDA version (``cuda``, see :func:`.cuda.cuda_check`).
     """
     planned = set(planned)
+    target_driver = options.driver_version or None
     waves = (record or {}).get("waves") or []
     ours_failed = {n for wave in waves if wave.get("status") == WAVE_FAILED for n in wave.get("nodes") or []}
     failures, unmanaged = refusals(
-        [n for n in nodes if name_of(n) in planned], cp, target_driver, values, nvidia_drivers
+        [n for n in cluster.nodes if name_of(n) in planned],
+        cluster.cp,
+        target_driver,
+        options.chart_values,
+        cluster.nvidia_drivers,
     )
-    failures.extend(_node_failures(nodes, planned, ours_failed))
+    failures.extend(_node_failures(cluster.nodes, planned, ours_failed))
     failures.extend(quarantine_failures)
-    jobs, pdb_list = _gpu_jobs(pods, pdbs, planned, wait_selector)
-    cuda = cuda_check(pods, planned, target_driver, cuda_rules)
+    jobs, pdb_list = _gpu_jobs(cluster.pods, cluster.pdbs, planned, options.wait_for_completion_selector)
+    cuda = cuda_check(cluster.pods, planned, target_driver, cuda_image_rules(options.cuda_images))
     failures.extend(cuda["failures"])
     return {
         "passed": not failures,

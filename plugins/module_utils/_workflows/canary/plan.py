@@ -28,7 +28,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.driver import crd_mode
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import PlanError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.gate import gate
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.gate import Cluster, gate
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.managed import switches
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.quarantine import (
     budget,
@@ -82,9 +82,10 @@ def target_and_source(driver_version, chart_version, cp, nodes=()):
     return target, source
 
 
-def _resume_or_start(session, nodes, target, source, selection, waves, found):
+def _resume_or_start(session, options, nodes, target, source, found):
     """``(record, resumed)``: the stored record of this target (the nodes quarantined since set aside from its
-    waves that have not started), or a new one for the selected nodes (``found``: the quarantined ones, in none)."""
+    waves that have not started), or a new one for the nodes that ``options`` selects (``found``: the quarantined
+    ones, in none)."""
     record = session.read_record()
     resumed = same_target(record, target) and record.get("phase") in (PHASE_IN_PROGRESS, PHASE_ABORTED, PHASE_DONE)
     if record and not resumed and record.get("phase") in UNFINISHED:
@@ -97,11 +98,14 @@ def _resume_or_start(session, nodes, target, source, selection, waves, found):
     if resumed:
         set_aside(record, found)
         return record, True
-    canary, rest, excluded = select(nodes, *selection, quarantined=found)
-    waves_plan, unplanned = plan_waves(canary, rest, waves)
+    canary, rest, excluded = select(
+        nodes, options.canary_nodes, options.canary_selector, options.exclude, quarantined=found
+    )
+    waves_plan, unplanned = plan_waves(canary, rest, options.waves)
     taint = {"key": session.taint_key, "effect": session.taint_effect}
     now = utc_now(session.clock)
-    return new_record(target, source, taint, waves_plan, unplanned, excluded, now, quarantined=found), False
+    left_out = {"unplanned": unplanned, "excluded": excluded, "quarantined": found}
+    return new_record(target, source, taint, waves_plan, left_out, now), False
 
 
 def _tolerations(session, cp):
@@ -115,77 +119,46 @@ def _tolerations(session, cp):
     }
 
 
-def plan(
-    session,
-    driver_version,
-    chart_version,
-    canary_nodes,
-    canary_selector,
-    waves,
-    exclude=(),
-    wait_selector="",
-    cuda_images=(),
-    values=None,
-    upgrade_policy=None,
-    foreign_quarantine="skip",
-    quarantine_markers=(),
-    eviction="evict",
-    max_evicted=None,
-):
-    """Read the cluster and the record; returns ``(plan, record, nodes, cluster policy)``: the plan says what
-    every step will do and holds the gate (``values``: the chart values of a chart upgrade, which the gate checks
-    against the operands the operator runs). GPU nodes someone else quarantined (the known remediation markers and
-    ``quarantine_markers``, or a foreign cordon) are left out of the waves and reported in ``foreign_quarantine``
-    with how much of ``maxUnavailable`` (``upgrade_policy`` over the ClusterPolicy's) they use; with
-    ``foreign_quarantine="fail"`` the gate refuses them. The plan holds the disruption of each planned node
-    (:mod:`.disruption`; the gate fails when it evicts more than ``max_evicted`` GPU workload pods); a new record
-    keeps the nodes whose driver restarts in place: the waves evict nothing there."""
-    cuda_rules = cuda_image_rules(cuda_images)
+def plan(session, options):
+    """Read the cluster and the record; returns ``(plan, record, nodes, cluster policy)`` for ``options`` (a
+    :class:`.CanaryOptions`): the plan says what every step will do and holds the gate (``chart_values``: those of a
+    chart upgrade, which the gate checks against the operands the operator runs). GPU nodes someone else quarantined
+    (the known remediation markers and ``quarantine_markers``, or a foreign cordon) are left out of the waves and
+    reported in ``foreign_quarantine`` with how much of ``maxUnavailable`` (``upgrade_policy`` over the
+    ClusterPolicy's) they use; with ``foreign_quarantine="fail"`` the gate refuses them. The plan holds the disruption
+    of each planned node (:mod:`.disruption`; the gate fails when it evicts more than ``max_evicted_workloads`` GPU
+    workload pods); a new record keeps the nodes whose driver restarts in place: the waves evict nothing there."""
+    cuda_image_rules(options.cuda_images)  # a bad rule fails before any request
     nodes = session.nodes()
     cp = session.cluster_policy()
     if cp is None:
         raise PlanError("no ClusterPolicy in the cluster: install the GPU Operator first (gpu_operator_install role)")
-    target, source = target_and_source(driver_version, chart_version, cp, nodes)
+    target, source = target_and_source(options.driver_version, options.chart_version, cp, nodes)
     if not target["driver_version"] and not target["chart_version"]:
         raise PlanError("nothing to upgrade: set driver_version, chart_version or both")
-    selection = (canary_nodes, canary_selector, exclude)
-    found = quarantined(nodes, markers(quarantine_markers))
-    record, resumed = _resume_or_start(session, nodes, target, source, selection, waves, found)
+    found = quarantined(nodes, markers(options.quarantine_markers))
+    record, resumed = _resume_or_start(session, options, nodes, target, source, found)
     if resumed:
         source = record.get("from") or source
     waves_plan = [{"index": w["index"], "name": w["name"], "nodes": w["nodes"]} for w in record["waves"]]
     planned = [n for w in waves_plan for n in w["nodes"]]
     tolerations = _tolerations(session, cp)
-    budget_now = budget(nodes, found, cp, upgrade_policy)
+    budget_now = budget(nodes, found, cp, options.upgrade_policy)
     pending = wave_nodes(record, skip_proven=True)
-    pods = session.all_pods()
-    checked = gate(
+    cluster = Cluster(
         nodes,
-        pods,
+        session.all_pods(),
         session.pdbs(),
-        planned,
-        record,
-        wait_selector,
-        target_driver=target["driver_version"],
-        cuda_rules=cuda_rules,
-        cp=cp,
-        values=values,
-        nvidia_drivers=session.nvidia_drivers() if crd_mode(cp) else (),
-        quarantine_failures=failures(found, budget_now, foreign_quarantine, pending, exclude),
-    )
-    daemonsets = session.daemonsets(what="driver DaemonSets")
-    disruption = predict(
-        planned,
-        pods,
-        daemonsets,
+        session.daemonsets(what="driver DaemonSets"),
         cp,
-        target,
-        source,
-        {"namespace": session.ns, "values": values, "eviction": eviction, "wait_selector": wait_selector},
+        session.nvidia_drivers() if crd_mode(cp) else (),
     )
+    quarantine_failures = failures(found, budget_now, options.foreign_quarantine, pending, options.exclude)
+    checked = gate(cluster, planned, record, options, quarantine_failures)
+    disruption = predict(planned, cluster, target, source, options, session.ns)
     # checked when a run starts: while drivers restart in a wave, the count differs for a moment
-    refusals = state_refusals(daemonsets, pods, nodes) if pending and not resumed else []
-    refusal = eviction_limit_failure(disruption, max_evicted)
+    refusals = state_refusals(cluster.daemonsets, cluster.pods, nodes) if pending and not resumed else []
+    refusal = eviction_limit_failure(disruption, options.max_evicted_workloads)
     if refusal:
         refusals.append(refusal)
     if refusals:

@@ -36,9 +36,10 @@ PHASE_ROLLING_BACK, PHASE_ROLLED_BACK, PHASE_ROLLBACK_FAILED = "rolling-back", "
 UNFINISHED = (PHASE_IN_PROGRESS, PHASE_ABORTED, PHASE_ROLLING_BACK, PHASE_ROLLBACK_FAILED)
 
 
-def new_record(target, source, taint, plan, unplanned, excluded, now, quarantined=()):
-    """A fresh record (phase ``in-progress``, every wave pending) for the planned waves; ``quarantined``: the GPU
-    nodes someone else took out of service, left out of the waves (prepare holds them with the skip label)."""
+def new_record(target, source, taint, plan, left_out, now):
+    """A fresh record (phase ``in-progress``, every wave pending) for the planned waves; ``left_out``: the nodes
+    left out of them, ``unplanned``, ``excluded`` and ``quarantined`` (the GPU nodes someone else took out of
+    service; prepare holds them with the skip label)."""
     return {
         "version": RECORD_VERSION,
         "phase": PHASE_IN_PROGRESS,
@@ -46,9 +47,9 @@ def new_record(target, source, taint, plan, unplanned, excluded, now, quarantine
         "from": source,
         "taint": taint,
         "waves": [dict(w, status=WAVE_PENDING, reason=None, started=None, finished=None) for w in plan],
-        "unplanned": list(unplanned),
-        "excluded": list(excluded),
-        "quarantined": sorted(quarantined),
+        "unplanned": list(left_out.get("unplanned", ())),
+        "excluded": list(left_out.get("excluded", ())),
+        "quarantined": sorted(left_out.get("quarantined", ())),
         "skip_labelled": [],
         "started": now,
         "updated": now,

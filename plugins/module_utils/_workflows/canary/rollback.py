@@ -25,6 +25,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
     name_of,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.driver import (
+    UpgradeWait,
     crd_mode,
     set_driver_version,
     wait_upgraded,
@@ -125,7 +126,7 @@ def rollback(session, record, timeout, grace=None):
         moved = [n for n in planned if driver_unmanaged(nodes[n], cp, drivers) is None]
         timer = session.timer(record, "rollback")
         try:
-            failed, progress = wait_upgraded(session, moved, source, timeout, timer, "rollback", grace)
+            failed, progress = wait_upgraded(session, moved, source, timer, UpgradeWait("rollback", timeout, grace))
         except Pause as pause:
             session.save_record(record)
             return {}, pause.progress

@@ -23,6 +23,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import rollback as rollback_step
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import status as status_step
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary import wave as wave_step
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.options import CanaryOptions
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.session import CanarySession
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.steps import check_step
 
@@ -41,8 +42,9 @@ class Canary(CanarySession):
 
 def canary_for(client, p, **kwargs):
     """``(canary, names)`` for the module's parameters ``p``: the step's options checked before any request, then a
-    :class:`Canary` in the operator namespace found from ``operator_namespace`` and ``cluster_policy`` (None:
-    discover; ``_clients.operator_names``) and the :class:`.OperatorNames`."""
+    :class:`Canary` with the :class:`.CanaryOptions` of ``p`` in the operator namespace found from
+    ``operator_namespace`` and ``cluster_policy`` (None: discover; ``_clients.operator_names``) and the
+    :class:`.OperatorNames`; ``kwargs``: check mode and clock."""
     check_step(p)
     names = discover(client, p["operator_namespace"], p["cluster_policy"])
-    return Canary(client, namespace=names.namespace, cluster_policy=p["cluster_policy"], **kwargs), names
+    return Canary(client, names.namespace, CanaryOptions.from_params(p), **kwargs), names

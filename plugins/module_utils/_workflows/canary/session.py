@@ -35,7 +35,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
     meta_of,
     name_of,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import DEFAULT_TAINT_KEY
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.options import CanaryOptions
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import (
     RECORD_KEY,
     decode_record,
@@ -54,6 +54,7 @@ FIELD_MANAGER = "gpuops-canary-upgrade"
 #: How many nodes' writes :meth:`CanarySession.each` makes at once (the API server's default in-flight limit for
 #: mutations is 200; the upgrade controller itself patches nodes a few at a time).
 WRITERS = 16
+DEFAULTS = CanaryOptions()
 
 
 def utc_now(clock=time.time):
@@ -97,40 +98,35 @@ class Pause(Exception):
 
 
 class CanarySession:
-    """One run over ``client`` (a ``_clients.k8s.K8sClient``): operator namespace, record ConfigMap, ClusterPolicy
-    name (``cluster_policy``, None: the one reconciled), canary taint, check mode, clock, poll interval, how long a
-    call may wait before it returns where it stands (``progress_interval``, None: until the wait ends), whether it
-    continues the call before's waits (``continue_wait``), ``changes`` (every write made or, in check mode, planned)."""
+    """One run over ``client`` (a ``_clients.k8s.K8sClient``) in the operator ``namespace`` with ``options`` (a
+    :class:`.options.CanaryOptions`: record ConfigMap, ClusterPolicy name (None: the one reconciled), canary taint,
+    poll interval, how long a call may wait before it returns where it stands (``progress_interval``, None: until the
+    wait ends), whether it continues the call before's waits (``continue_wait``)); check mode and clock;
+    ``changes`` (every write made or, in check mode, planned)."""
 
     def __init__(
         self,
         client,
         namespace="gpu-operator",
-        configmap="gpuops-canary-upgrade",
-        taint_key=DEFAULT_TAINT_KEY,
-        taint_effect="NoSchedule",
+        options=DEFAULTS,
         check_mode=False,
         clock=time.time,
         sleep=time.sleep,
-        poll=2.0,
-        page_size=2000,
-        progress_interval=None,
-        continue_wait=False,
-        cluster_policy=None,
     ):
         self.client = client
         self.ns = namespace
-        self.cp_name = cluster_policy
-        self.cm_name = configmap
-        self.taint_key = taint_key
-        self.taint_effect = taint_effect
+        self.options = options
+        self.cp_name = options.cluster_policy
+        self.cm_name = options.record_name
+        self.taint_key = options.taint_key
+        self.taint_effect = options.taint_effect
         self.check_mode = check_mode
         self.clock = clock
         self.sleep = sleep
-        self.poll = poll
-        self.page_size = page_size
-        self.pause_at = clock() + progress_interval if progress_interval else None
-        self.continue_wait = continue_wait
+        self.poll = options.poll_interval
+        self.page_size = options.page_size
+        self.pause_at = clock() + options.progress_interval if options.progress_interval else None
+        self.continue_wait = options.continue_wait
         self.changes = []
         self.lease = None  # the record's Lease while a writing step runs (steps.run_step)
         self._stored = None

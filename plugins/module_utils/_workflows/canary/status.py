@@ -13,6 +13,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from collections import namedtuple
+
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
     UPGRADE_SKIP_LABEL,
     UPGRADE_STATE_LABEL,
@@ -210,10 +212,16 @@ def _stall_lines(stalls, most=20):
     return [head] + stall_lines(shown) + more
 
 
-def describe(record, cp, nfd_daemonsets, nodes, where, taint, stalls=()):
-    """The status of the canary upgrade recorded in ConfigMap ``where`` (``namespace/name``) on this cluster
-    (``taint``: the default ``(key, effect)`` when there is no record), with ``lines`` for people; ``stalls`` are the
-    nodes whose driver upgrade is not done (``_operator.upgrade_stalls.diagnose``), recorded or not."""
+#: What the status step read of the cluster: the ClusterPolicy, the NFD DaemonSets, the nodes, and the nodes whose
+#: driver upgrade is not done (``stalls``, see ``_operator.upgrade_stalls.diagnose``), recorded or not.
+Observed = namedtuple("Observed", "cp nfd_daemonsets nodes stalls", defaults=((),))
+
+
+def describe(record, observed, where, taint):
+    """The status of the canary upgrade recorded in ConfigMap ``where`` (``namespace/name``) on the cluster as
+    ``observed`` (an :class:`Observed`; ``taint``: the default ``(key, effect)`` when there is no record), with
+    ``lines`` for people."""
+    cp, nfd_daemonsets, nodes, stalls = observed
     rec = record or {}
     key, effect = (rec.get("taint") or {}).get("key") or taint[0], (rec.get("taint") or {}).get("effect") or taint[1]
     by_name = {name_of(n): n for n in nodes}
@@ -282,12 +290,13 @@ def status(session):
     upgrade is not done, the pods, PodDisruptionBudgets and upgrade events); writes nothing."""
     cp = session.cluster_policy()
     nodes = session.nodes()
-    return describe(
-        session.read_record(),
+    record = session.read_record()
+    observed = Observed(
         cp,
         session.nfd_daemonsets() if cp else [],
         nodes,
-        "%s/%s" % (session.ns, session.cm_name),
-        (session.taint_key, session.taint_effect),
         read_stalls(session.client, nodes, cp, session.page_size, session.clock()),
+    )
+    return describe(
+        record, observed, "%s/%s" % (session.ns, session.cm_name), (session.taint_key, session.taint_effect)
     )

@@ -85,22 +85,7 @@ def _rollback(canary, p):
 
 
 def _planned(canary, p, check_mode):
-    plan, record, nodes, cp = canary.plan(
-        p["driver_version"],
-        p["chart_version"],
-        p["canary_nodes"],
-        p["canary_selector"],
-        p["waves"],
-        exclude=p["exclude"],
-        wait_selector=p["wait_for_completion_selector"],
-        cuda_images=p["cuda_images"],
-        values=p["chart_values"],
-        upgrade_policy=p["upgrade_policy"],
-        foreign_quarantine=p["foreign_quarantine"],
-        quarantine_markers=p["quarantine_markers"],
-        eviction=p["eviction"],
-        max_evicted=p["max_evicted_workloads"],
-    )
+    plan, record, nodes, cp = canary.plan(canary.options)
     if p["step"] in ("wave", "finish_wave") and not plan["resumed"] and not check_mode:
         raise PlanError("no progress record for this target in %s; run step=prepare first" % plan["record"])
     out = {"plan": plan}

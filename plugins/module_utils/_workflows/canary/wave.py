@@ -30,7 +30,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
     operand_versions,
     roll_operands,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.driver import wait_upgraded
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.driver import (
+    UpgradeWait,
+    wait_upgraded,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import (
     CanaryAbort,
     failures_text,
@@ -120,15 +123,7 @@ def _move_workloads(session, record, wave, members, moving, opts):
     """Move the GPU workloads off the ``moving`` nodes (see :func:`_moving`), aborting the wave when they do not
     go; returns the evicted pods."""
     try:
-        evicted = handle_workloads(
-            session,
-            wave,
-            moving,
-            opts.get("policy", "evict"),
-            opts.get("wait_selector") or "",
-            opts.get("eviction_timeout", 600),
-            session.timer(wave, "workloads"),
-        )
+        evicted = handle_workloads(session, wave, moving, opts, session.timer(wave, "workloads"))
     except CanaryAbort as exc:
         abort(session, record, wave["index"], dict.fromkeys(members, exc.msg), exc.msg)
         raise
@@ -171,9 +166,8 @@ def run_wave(session, record, index, opts):
             return result
         target = opts.get("driver_version") or (record.get("target") or {}).get("driver_version")
         timer = session.timer(wave, "upgrade")
-        failed, progress = wait_upgraded(
-            session, members, target, opts.get("wave_timeout", 1800), timer, wave["name"], opts.get("stall_grace")
-        )
+        wait = UpgradeWait(wave["name"], opts.get("wave_timeout", 1800), opts.get("stall_grace"))
+        failed, progress = wait_upgraded(session, members, target, timer, wait)
         result["progress"] = progress
         if failed:
             _fail(session, record, wave, failed, "failed")

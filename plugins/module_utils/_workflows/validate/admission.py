@@ -31,6 +31,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+from dataclasses import dataclass
+from typing import Optional, Sequence
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
     annotations_of,
@@ -55,6 +57,20 @@ OUTCOME = {HOLD: HELD, HELD: HELD, ADMIT: ADMITTED, ADMITTED: ADMITTED, LEFT_ALO
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 #: At most this many characters of evidence in the annotation (the reports have all of it).
 EVIDENCE_CHARS = 200
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """How the admission gate marks nodes: its ``taint_key`` and ``annotation``, the date a pass records (``today``)
+    and the ``known_taints`` whose NoSchedule/NoExecute taint is someone else's hold (the gate leaves it alone)."""
+
+    taint_key: str = DEFAULT_TAINT_KEY
+    annotation: str = DEFAULT_ANNOTATION
+    today: Optional[str] = None
+    known_taints: Sequence[str] = ("nvidia.com/gpu",)
+
+    def __post_init__(self):
+        object.__setattr__(self, "known_taints", tuple(self.known_taints or ()))
 
 
 def someone_elses_hold(node, taint_key, known_taints=()):
@@ -85,10 +101,10 @@ def _previous_pass(text):
     return None
 
 
-def admission_record(row, node, taint_key, today=None, previous=None, known_taints=(), cluster_runtime=None):
-    """The admission record of one validated node (a dict; :func:`record_text` writes it); ``cluster_runtime``:
-    ``{injection, cdi}``, how the toolkit injects GPUs cluster-wide (``runtime-handler`` or ``nri-plugin``) and
-    whether CDI is on (None: unknown)."""
+def admission_record(row, node, options, previous=None, cluster_runtime=None):
+    """The admission record of one validated node (a dict; :func:`record_text` writes it) under ``options`` (a
+    :class:`GateOptions`); ``cluster_runtime``: ``{injection, cdi}``, how the toolkit injects GPUs cluster-wide
+    (``runtime-handler`` or ``nri-plugin``) and whether CDI is on (None: unknown)."""
     passed = row.get("verdict") == PASS
     evidence = (row.get("evidence") or [None])[0]
     operands = node.get("operands") or {}
@@ -113,10 +129,10 @@ def admission_record(row, node, taint_key, today=None, previous=None, known_tain
             "taints": sorted(
                 taint_text(t)
                 for t in node.get("taints") or []
-                if t.get("key") != taint_key and t.get("key") in known_taints
+                if t.get("key") != options.taint_key and t.get("key") in options.known_taints
             ),
         },
-        "passed": today if passed else _previous_pass(previous),
+        "passed": options.today if passed else _previous_pass(previous),
     }
 
 
@@ -125,25 +141,18 @@ def record_text(record):
     return json.dumps(record, sort_keys=True, separators=(",", ":"))
 
 
-def admission_plan(
-    rows,
-    nodes,
-    taint_key=DEFAULT_TAINT_KEY,
-    annotations=None,
-    today=None,
-    known_taints=("nvidia.com/gpu",),
-    cluster_runtime=None,
-):
+def admission_plan(rows, nodes, options=GateOptions(), annotations=None, cluster_runtime=None):
     """What the gate does: ``{nodes, taint, untaint, annotate, counts, taint_key}``.
 
     ``rows``: fleet_summary's rows; ``nodes``: gpu_cluster_info's nodes (taints, unschedulable, operands, mode);
-    ``annotations``: node name -> its current admission annotation (text; missing: none); ``today``: the date a
-    pass records; ``cluster_runtime``: see :func:`admission_record`. ``nodes`` of the result maps each validated
+    ``options``: a :class:`GateOptions`; ``annotations``: node name -> its current admission annotation (text;
+    missing: none); ``cluster_runtime``: see :func:`admission_record`. ``nodes`` of the result maps each validated
     node to ``{action, reason, layer, record}``; ``taint`` and ``untaint`` list the nodes whose taint changes,
     ``annotate`` the records that change (node -> text); a node the cluster does not know is not in the plan (its
     row fails at layer node).
     """
     annotations = annotations or {}
+    taint_key = options.taint_key
     plan = {"nodes": {}, "taint": [], "untaint": [], "annotate": {}, "taint_key": taint_key}
     for row in sorted(rows, key=lambda r: r.get("node") or ""):
         name = row.get("node")
@@ -152,7 +161,7 @@ def admission_plan(
             continue
         passed = row.get("verdict") == PASS
         tainted = any(t.get("key") == taint_key for t in node.get("taints") or [])
-        reason = someone_elses_hold(node, taint_key, known_taints)
+        reason = someone_elses_hold(node, taint_key, options.known_taints)
         entry = {"action": None, "reason": reason, "layer": row.get("failing_layer"), "record": None}
         plan["nodes"][name] = entry
         if reason:
@@ -169,7 +178,7 @@ def admission_plan(
         elif entry["action"] == ADMIT:
             plan["untaint"].append(name)
         previous = annotations.get(name)
-        entry["record"] = admission_record(row, node, taint_key, today, previous, known_taints, cluster_runtime)
+        entry["record"] = admission_record(row, node, options, previous, cluster_runtime)
         text = record_text(entry["record"])
         if text != previous:
             plan["annotate"][name] = text
@@ -216,17 +225,16 @@ def plan_report(plan):
     return {"taint_key": plan["taint_key"], "counts": counts, "nodes": nodes}
 
 
-def gate_plan(summary, nodes, node_objects, cluster_policy, taint_key, annotation, today, known_taints):
+def gate_plan(summary, nodes, node_objects, cluster_policy, options):
     """:func:`admission_plan` over fleet_summary's ``summary`` with its ``report`` and printed ``lines``;
-    ``node_objects`` raw Nodes (their admission annotations), ``cluster_policy`` gpu_cluster_info's (CDI)."""
+    ``node_objects`` raw Nodes (their admission annotations), ``cluster_policy`` gpu_cluster_info's (CDI),
+    ``options`` a :class:`GateOptions`."""
     cdi = (cluster_policy or {}).get("cdi") or {}
     plan = admission_plan(
         summary.get("rows") or [],
         nodes or {},
-        taint_key,
-        annotations_by_node(node_objects, annotation),
-        today,
-        tuple(known_taints or ()),
+        options,
+        annotations_by_node(node_objects, options.annotation),
         {"injection": summary.get("toolkit_mode"), "cdi": cdi.get("enabled")},
     )
     plan["report"] = plan_report(plan)

@@ -27,6 +27,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operand_pods import sandbox_events_by_pod
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import (
     evidence_text,
@@ -79,33 +82,38 @@ def product_of(node, nvml):
     return gpus[0].get("name") if gpus else None
 
 
-def fleet_summary(
-    hosts,
-    nodes,
-    smoke=None,
-    monitoring=None,
-    mig_layouts=None,
-    sandbox_events=None,
-    dra=None,
-    routes=None,
-    namespace="gpu-operator",
-    nri_plugin=False,
-    driver_targets=None,
-):
+@dataclass(frozen=True)
+class FleetInputs:
+    """What :func:`fleet_summary` judges the hosts by besides their NVML view and the nodes; the names are the
+    filter's and gpu_validate_report's. ``smoke`` is gpu_smoke_test's ``results`` (None: not run); ``monitoring``
+    is either ``{"source": "prometheus", "series": <count by node result>, "xid": <xid result>, "node_label": ...}``
+    or ``{"source": "endpoints", "service": <the exporter Service exists>, "endpoint_slices": [...]}`` (None: not
+    checked); ``sandbox_events`` raw Event dicts; ``dra`` gpu_cluster_info's cluster-wide ``dra``; ``routes``
+    layer -> owner over the default routes (``by_owner`` groups the failures by them); ``operator_namespace`` (the
+    commands of ``by_owner``); ``nri_plugin`` the ClusterPolicy's NRI plugin mode (``cdi.nriPluginEnabled``: the
+    toolkit layer is the ready toolkit pod and its NRI plugin, no RuntimeClass or runtime handler is expected;
+    ``toolkit_mode`` says which); ``driver_targets`` the driver version the operator is set to per node name (the
+    upgrade check; a node not in it is judged by its upgrade state only)."""
+
+    smoke: Optional[dict] = None
+    monitoring: Optional[dict] = None
+    mig_layouts: Optional[dict] = None
+    sandbox_events: Optional[Sequence[dict]] = None
+    dra: Optional[dict] = None
+    routes: Optional[dict] = None
+    operator_namespace: str = "gpu-operator"
+    nri_plugin: bool = False
+    driver_targets: Optional[dict] = None
+
+
+def fleet_summary(hosts, nodes, inputs=FleetInputs()):
     """One row per host: the node's GPU view, the host's NVML view, each check and the verdict.
 
     ``hosts`` maps an inventory host name to ``{node_name, pool, nvidia_gpu}``; ``nodes`` is gpu_cluster_info's
-    ``nodes``; ``smoke`` is gpu_smoke_test's ``results`` (None: not run); ``monitoring`` is either
-    ``{"source": "prometheus", "series": <count by node result>, "xid": <xid result>, "node_label": ...}`` or
-    ``{"source": "endpoints", "service": <the exporter Service exists>, "endpoint_slices": [...]}`` (None: not
-    checked); ``sandbox_events`` raw Event dicts; ``dra`` gpu_cluster_info's cluster-wide ``dra``; ``routes``
-    layer -> owner over the default routes (``by_owner`` groups the failures by them); ``namespace`` the operator's
-    (the commands of ``by_owner``); ``nri_plugin`` the ClusterPolicy's NRI plugin mode (``cdi.nriPluginEnabled``:
-    the toolkit layer is the ready toolkit pod and its NRI plugin, no RuntimeClass or runtime handler is expected;
-    ``toolkit_mode`` says which); ``driver_targets`` the driver version the operator is set to per node name (the
-    upgrade check; a node not in it is judged by its upgrade state only).
+    ``nodes``; ``inputs`` a :class:`FleetInputs`.
     """
-    routes = merged_routes(routes)
+    smoke, monitoring, nri_plugin = inputs.smoke, inputs.monitoring, inputs.nri_plugin
+    routes = merged_routes(inputs.routes)
     per_node_monitoring = None
     if monitoring:
         if monitoring.get("source") == "prometheus":
@@ -120,7 +128,7 @@ def fleet_summary(
                 for node, entry in endpoints_by_node(monitoring.get("endpoint_slices")).items()
             }
             empty = {"source": "endpoints", "service": service, "endpoint": None}
-    events = sandbox_events_by_pod(sandbox_events)
+    events = sandbox_events_by_pod(inputs.sandbox_events)
     rows = []
     for name in sorted(hosts):
         host = hosts[name]
@@ -134,11 +142,11 @@ def fleet_summary(
             node,
             smoke_result,
             mon,
-            mig_layouts,
+            inputs.mig_layouts,
             events,
-            dra,
+            inputs.dra,
             nri_plugin,
-            (driver_targets or {}).get(node_name),
+            (inputs.driver_targets or {}).get(node_name),
         )
         quarantine = (node or {}).get("quarantine") or []
         verdict, layer, evidence = _verdict(findings, quarantine)
@@ -178,7 +186,7 @@ def fleet_summary(
         "layers": list(LAYERS),
         "checks": [{"name": n, "description": d} for n, d in CHECKS],
         "toolkit_mode": "nri-plugin" if nri_plugin else "runtime-handler",
-        "by_owner": failures_by_owner(rows, nodes, routes, namespace),
+        "by_owner": failures_by_owner(rows, nodes, routes, inputs.operator_namespace),
     }
 
 

@@ -27,12 +27,18 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.upgr
     policy_status,
     running_release,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.admission import gate_plan
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.admission import (
+    GateOptions,
+    gate_plan,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.console import (
     fleet_console,
     operator_lines,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import fleet_summary
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import (
+    FleetInputs,
+    fleet_summary,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.html_page import render_html
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.report import (
     summary_lines,
@@ -113,34 +119,25 @@ def validate(client, module, p, now, today):
     nri = bool(((view["cluster_policy"] or {}).get("cdi") or {}).get("nri_plugin"))
     targets, status = operator_status(lists, view)
     previous = read_text(os.path.join(p["dest"], p["basename"] + ".json"))
-    summary = fleet_summary(
-        p["hosts"],
-        view["nodes"],
-        predicted_smoke(p["smoke"], module.check_mode, previous),
-        monitoring,
-        p["mig_layouts"],
-        lists["sandbox_events"],  # the operand sandbox failures: evidence for the toolkit layer
-        view["dra"],
-        p["routes"],
-        namespace,
-        nri,
-        targets,
+    inputs = FleetInputs(
+        smoke=predicted_smoke(p["smoke"], module.check_mode, previous),
+        monitoring=monitoring,
+        mig_layouts=p["mig_layouts"],
+        sandbox_events=lists["sandbox_events"],  # the operand sandbox failures: evidence for the toolkit layer
+        dra=view["dra"],
+        routes=p["routes"],
+        operator_namespace=namespace,
+        nri_plugin=nri,
+        driver_targets=targets,
     )
+    summary = fleet_summary(p["hosts"], view["nodes"], inputs)
     summary["policy_status"] = status
     summary["lines"] = summary_lines(summary)
     admission = None
     if p["admission"] is not None:
         gate = p["admission"]
-        admission = gate_plan(
-            summary,
-            view["nodes"],
-            lists["nodes"],
-            view["cluster_policy"],
-            gate["taint_key"],
-            gate["annotation"],
-            today,
-            gate["known_taints"],
-        )
+        options = GateOptions(gate["taint_key"], gate["annotation"], today, gate["known_taints"])
+        admission = gate_plan(summary, view["nodes"], lists["nodes"], view["cluster_policy"], options)
         summary["admission"] = admission["report"]
     files, generated = report_files(summary, p["dest"], p["basename"], p["title"], now)
     current, stale = write_stale(module, p["dest"], files)

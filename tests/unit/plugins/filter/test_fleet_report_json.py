@@ -16,6 +16,7 @@ from fleet_fixtures import mixed_summary  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.filter.fleet_report_json import FilterModule  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.filter.fleet_summary import FilterModule as Summary  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import (  # noqa: E402
+    FleetInputs,
     fleet_summary,
 )
 
@@ -100,7 +101,9 @@ def test_the_smoke_pods_name_and_duration_never_reach_the_report():
     }
     runs = [
         report(
-            fleet_summary(hosts, {"gpu-0": node}, smoke={"gpu-0": {"status": "passed", "pod": pod, "duration": d}}),
+            fleet_summary(
+                hosts, {"gpu-0": node}, FleetInputs(smoke={"gpu-0": {"status": "passed", "pod": pod, "duration": d}})
+            ),
             generated=when,
         )
         for pod, d, when in (("smoke-1a2b", 4.2, FIRST), ("smoke-9f8e", 5.7, LATER))

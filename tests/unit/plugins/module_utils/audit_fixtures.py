@@ -141,7 +141,7 @@ def raw_node(name, labels, alloc):
 
 def cluster_result(nodes, dra=None):
     """gpu_cluster_info's result over raw nodes (the real cluster_view); ``dra``: its DraIndex, if any."""
-    view = cluster_view(nodes, [], [], [], dra=dra)
+    view = cluster_view({"nodes": nodes, "pods": [], "cluster_policies": [], "nvidia_drivers": [], "dra": dra})
     view.update({"changed": False, "kubernetes_version": {"git_version": "v1.36.3"}, "api_requests": 5})
     return {"result": view, "kubeconfig": "/k/%s" % "config", "context": None}
 

@@ -4,7 +4,10 @@ validation report specs and the browser spec."""
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import fleet_summary
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import (
+    FleetInputs,
+    fleet_summary,
+)
 
 LABELS = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": "8"}
 PRODUCTS = {"h100": "NVIDIA-H100-80GB-HBM3", "a100": "NVIDIA-A100-SXM4-80GB", "l40s": "NVIDIA-L40S"}
@@ -82,4 +85,4 @@ def mixed_summary():
             "lastTimestamp": "2026-12-03T15:00:00Z",
         }
     ]
-    return fleet_summary(hosts, nodes, sandbox_events=events)
+    return fleet_summary(hosts, nodes, FleetInputs(sandbox_events=events))

@@ -12,6 +12,7 @@ from fleet_fixtures import mixed_fleet, mixed_summary
 from ansible_collections.gpuops.gpu_operator.plugins.filter.admission_plan import FilterModule
 from ansible_collections.gpuops.gpu_operator.plugins.filter.fleet_report_json import FilterModule as Json
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.admission import (
+    GateOptions,
     admission_plan,
     plan_lines,
     plan_report,
@@ -44,7 +45,7 @@ def node(taints=(), unschedulable=False, operator_driver=True, mode="extended-re
 
 
 def plan(rows, nodes, **kw):
-    return admission_plan(rows, nodes, KEY, today=TODAY, **kw)
+    return admission_plan(rows, nodes, GateOptions(KEY, today=TODAY), **kw)
 
 
 def test_a_failing_node_without_the_taint_is_held_and_one_with_it_stays_held():
@@ -109,7 +110,7 @@ def test_a_held_node_records_its_layer_evidence_driver_and_runtime():
 
 def test_the_record_says_how_the_toolkit_injects_gpus_and_whether_cdi_is_on():
     runtime = {"injection": "nri-plugin", "cdi": True}
-    p = admission_plan([row("a")], {"a": node()}, KEY, today=TODAY, cluster_runtime=runtime)
+    p = admission_plan([row("a")], {"a": node()}, GateOptions(KEY, today=TODAY), cluster_runtime=runtime)
     assert p["nodes"]["a"]["record"]["runtime"] == {
         "toolkit": "operator",
         "mode": "extended-resource",
@@ -121,7 +122,7 @@ def test_the_record_says_how_the_toolkit_injects_gpus_and_whether_cdi_is_on():
 def test_a_pass_records_the_date_and_a_later_failure_keeps_it():
     passed = plan([row("a")], {"a": node()})["annotate"]["a"]
     assert json.loads(passed)["passed"] == TODAY and json.loads(passed)["driver"]["strategy"] == "operator"
-    failed = admission_plan([row("a", "mig")], {"a": node()}, KEY, annotations={"a": passed}, today="2026-12-09")
+    failed = admission_plan([row("a", "mig")], {"a": node()}, GateOptions(KEY, today="2026-12-09"), {"a": passed})
     assert json.loads(failed["annotate"]["a"])["passed"] == TODAY
 
 

@@ -136,7 +136,9 @@ def test_write_files_touches_no_target_when_one_file_cannot_be_staged(tmp_path, 
 
 def report(dest, **kw):
     hosts, clusters = two_clusters()
-    return _audit_report.AuditReport(str(dest), hosts, clusters, kw.pop("formats", ALL), **kw)
+    return _audit_report.AuditReport(
+        hosts, clusters, _audit_report.ReportOptions(str(dest), kw.pop("formats", ALL), **kw)
+    )
 
 
 @pytest.fixture
@@ -163,7 +165,10 @@ def test_a_changed_fleet_rewrites_with_a_new_timestamp(tmp_path, run):
     run(report(tmp_path / "out"))
     hosts, clusters = two_clusters()
     del hosts["west-a100-1"]
-    result = run(_audit_report.AuditReport(str(tmp_path / "out"), hosts, clusters, ALL), "2026-12-04T00:00:00Z")
+    result = run(
+        _audit_report.AuditReport(hosts, clusters, _audit_report.ReportOptions(str(tmp_path / "out"), ALL)),
+        "2026-12-04T00:00:00Z",
+    )
     assert result["changed"] and result["generated_at"] == "2026-12-04T00:00:00Z"
     assert json.loads((tmp_path / "out" / "gpu-audit.json").read_text())["generated_at"] == "2026-12-04T00:00:00Z"
 

@@ -13,6 +13,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
     DRIVER_VERSION_LABEL,
     FAILED_ANNOTATION,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.options import CanaryOptions
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import (
     WAVE_FAILED,
     WAVE_PROVEN,
@@ -209,11 +210,11 @@ NAMES = ["a-0", "a-1", "a-2", "h-0", "h-1", "h-2"]
 
 def canary(api, check_mode=False):
     clock = Clock()
-    return Canary(api, check_mode=check_mode, clock=clock, sleep=clock.sleep, poll=1.0)
+    return Canary(api, options=CanaryOptions(poll_interval=1.0), check_mode=check_mode, clock=clock, sleep=clock.sleep)
 
 
 def planned(api, c, waves=("100%",), target="610.1"):
-    return c.plan(target, None, ["a-0", "h-0"], "", list(waves))
+    return c.plan(CanaryOptions(driver_version=target, canary_nodes=["a-0", "h-0"], waves=list(waves)))
 
 
 def record(api):
@@ -416,7 +417,7 @@ def prepared_with_a_slow_node(lists):
 def test_a_wave_returns_where_it_stands_each_progress_interval_and_a_continued_call_keeps_its_deadline():
     api, rec = prepared_with_a_slow_node(14)
     clock = Clock()
-    first = Canary(api, clock=clock, sleep=clock.sleep, poll=1.0, progress_interval=5)
+    first = Canary(api, options=CanaryOptions(poll_interval=1.0, progress_interval=5), clock=clock, sleep=clock.sleep)
     out = first.run_wave(rec, 0, {"policy": "evict", "wave_timeout": 20})
     assert out["progress"]["waiting"]
     assert out["progress"]["lines"] == [
@@ -426,8 +427,9 @@ def test_a_wave_returns_where_it_stands_each_progress_interval_and_a_continued_c
     assert record(api)["waves"][0]["waits"]["upgrade"]["since"] == int(Clock().t)
     # each next call goes on with the same deadline; the wave stays released, nothing is labelled again
     writes, heads = len(api.writes), []
+    following = CanaryOptions(poll_interval=1.0, progress_interval=5, continue_wait=True)
     while out["progress"]["waiting"]:
-        nxt = Canary(api, clock=clock, sleep=clock.sleep, poll=1.0, progress_interval=5, continue_wait=True)
+        nxt = Canary(api, options=following, clock=clock, sleep=clock.sleep)
         out = nxt.run_wave(rec, 0, {"policy": "evict", "wave_timeout": 20})
         heads.append(out["progress"]["lines"][0])
     assert heads[0].endswith("(10 s of at most 20 s)") and len(heads) == 2
@@ -439,9 +441,9 @@ def test_a_wave_returns_where_it_stands_each_progress_interval_and_a_continued_c
 def test_a_run_resumed_while_a_wave_was_under_way_does_not_hold_that_wave_again_and_finishes_it():
     api, rec = prepared_with_a_slow_node(30)
     clock = Clock()
-    out = Canary(api, clock=clock, sleep=clock.sleep, poll=1.0, progress_interval=3).run_wave(
-        rec, 0, {"policy": "evict"}
-    )
+    out = Canary(
+        api, options=CanaryOptions(poll_interval=1.0, progress_interval=3), clock=clock, sleep=clock.sleep
+    ).run_wave(rec, 0, {"policy": "evict"})
     assert out["progress"]["waiting"]  # the run is interrupted here, the canary released
     again = canary(api)
     _plan, rec, nodes, cp = planned(api, again)
@@ -475,9 +477,9 @@ def test_a_wave_in_which_nothing_moves_stops_after_the_grace_period_not_the_wave
 def test_an_empty_canary_pool_and_unknown_canary_nodes_are_errors_naming_the_fix():
     api = FakeAPI(NAMES)
     with pytest.raises(PlanError, match="not GPU nodes of this cluster"):
-        canary(api).plan("610.1", None, ["nope"], "", ["100%"])
+        canary(api).plan(CanaryOptions(driver_version="610.1", canary_nodes=["nope"]))
     with pytest.raises(PlanError, match="canary pool is empty"):
-        canary(api).plan("610.1", None, [], "gpuops.io/canary=true", ["100%"])
+        canary(api).plan(CanaryOptions(driver_version="610.1", canary_selector="gpuops.io/canary=true"))
 
 
 def held_validator(image):
@@ -681,7 +683,9 @@ def test_a_wave_leaves_the_gpu_jobs_of_nodes_whose_driver_restarts_in_place_runn
     with_driver_pods_and_gpu_jobs(api)
     c = canary(api)
     values = {"driver": {"manager": {"version": "v0.12.0"}}}
-    plan, rec, nodes, cp = c.plan(None, "v26.7.1", ["a-0", "h-0"], "", ["100%"], values=values)
+    plan, rec, nodes, cp = c.plan(
+        CanaryOptions(chart_version="v26.7.1", canary_nodes=["a-0", "h-0"], chart_values=values)
+    )
     assert plan["disruption"]["in_place"] == sorted(NAMES) and plan["disruption"]["evicted_workloads"] == 0
     c.prepare(rec, nodes, cp, {})
     out = c.run_wave(rec, 0, {"policy": "evict"})

@@ -12,6 +12,8 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
     eviction_limit_failure,
     predict,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.gate import Cluster
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.options import CanaryOptions
 
 NS = "gpu-operator"
 DS = "nvidia-driver-daemonset"
@@ -48,11 +50,11 @@ CLIENT = {"nodeSelector": {"nvidia.com/gpu.deploy.client": "true"}}
 
 
 def plan(pods, ds_digest="abc", target=None, source=None, **options):
-    options.setdefault("namespace", NS)
     target = target or {"driver_version": None, "chart_version": "v26.7.1"}
     source = source or ON_26_7
-    options.setdefault("values", {"driver": {"manager": {"version": "v0.12.0"}}})
-    return predict(["a100-0", "h100-0"], pods, [driver_ds(ds_digest)], CP, target, source, options)
+    options.setdefault("chart_values", {"driver": {"manager": {"version": "v0.12.0"}}})
+    cluster = Cluster([], pods, [], [driver_ds(ds_digest)], CP)
+    return predict(["a100-0", "h100-0"], cluster, target, source, CanaryOptions(**options), NS)
 
 
 def by_node(result):
@@ -143,7 +145,7 @@ def test_a_missing_or_different_digest_takes_the_full_flow_as_the_operator_does(
 
 
 def test_a_chart_bump_that_does_not_pin_the_driver_manager_counts_as_a_digest_change():
-    result = plan([driver_pod("h100-0", "abc")], values={})
+    result = plan([driver_pod("h100-0", "abc")], chart_values={})
     h100 = by_node(result)["h100-0"]
     assert h100["driver_restart"] == "full"
     assert "set driver.manager.version in the chart values" in h100["reason"]
@@ -167,7 +169,7 @@ def test_pods_waited_for_are_never_counted_as_evicted():
         pod("ckpt", "h100-0", gpus=1, labels={"ckpt": "true"}),
         pod("t", "h100-0", gpus=1),
     ]
-    result = plan(pods, target={"driver_version": "610.1"}, wait_selector="ckpt=true")
+    result = plan(pods, target={"driver_version": "610.1"}, wait_for_completion_selector="ckpt=true")
     assert by_node(result)["h100-0"]["evicted"] == ["ml/t"]
     assert plan(pods, target={"driver_version": "610.1"}, eviction="wait")["evicted_workloads"] == 0
 

@@ -1,7 +1,7 @@
 """Specs for what the canary gate knows the operator manages, for the progress reports of a wait and for the status
 report (pure logic, no API)."""
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.gate import gate
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.gate import Cluster, gate
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.managed import (
     operand_changes,
     refusals,
@@ -10,6 +10,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
     DRIVER_VERSION_LABEL,
     FAILED_ANNOTATION,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.options import CanaryOptions
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.progress import (
     DONE,
     MOVING,
@@ -17,7 +18,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
     stalled,
     upgrade_report,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.status import describe
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.status import Observed, describe
 
 STATE = "nvidia.com/gpu-driver-upgrade-state"
 SKIP = "nvidia.com/gpu-driver-upgrade.skip"
@@ -110,9 +111,11 @@ def test_a_toolkit_device_plugin_or_mig_change_is_refused_where_that_operand_is_
 
 def test_the_gate_refuses_what_the_operator_does_not_manage_on_planned_nodes_only():
     nodes = [node("h100-0"), node("a100-0", labels={"nvidia.com/gpu.deploy.driver": "false"})]
-    g = gate(nodes, [], [], ["h100-0"], None, target_driver="610.1", cp=policy(driver={}))
+    g = gate(Cluster(nodes, [], [], cp=policy(driver={})), ["h100-0"], None, CanaryOptions(driver_version="610.1"))
     assert g["passed"] and g["unmanaged"] == {}
-    g = gate(nodes, [], [], ["h100-0", "a100-0"], None, target_driver="610.1", cp=policy(driver={}))
+    g = gate(
+        Cluster(nodes, [], [], cp=policy(driver={})), ["h100-0", "a100-0"], None, CanaryOptions(driver_version="610.1")
+    )
     assert not g["passed"] and list(g["unmanaged"]["driver"]) == ["a100-0"]
 
 
@@ -198,7 +201,10 @@ def cluster_nodes():
 
 def test_the_status_of_an_aborted_upgrade_shows_the_plan_each_node_the_failure_and_what_is_left():
     st = describe(
-        record(), PREPARED_CP, [], cluster_nodes(), "gpu-operator/gpuops-canary-upgrade", (TAINT, "NoSchedule")
+        record(),
+        Observed(PREPARED_CP, [], cluster_nodes()),
+        "gpu-operator/gpuops-canary-upgrade",
+        (TAINT, "NoSchedule"),
     )
     assert st["phase"] == "aborted" and st["unfinished"]
     assert st["nodes"]["h100-0"] == {
@@ -246,7 +252,7 @@ def test_after_a_rollback_each_wave_reads_rolled_back_and_a_driver_known_only_by
         "nvidia.com/cuda.driver.major": "580",
         "nvidia.com/cuda.driver.minor": "1",
     }
-    st = describe(proven, policy(), [], nodes, "gpu-operator/gpuops-canary-upgrade", (TAINT, "NoSchedule"))
+    st = describe(proven, Observed(policy(), [], nodes), "gpu-operator/gpuops-canary-upgrade", (TAINT, "NoSchedule"))
     assert st["lines"][2:4] == [
         "canary [rolled back, was proven]: 1 node(s)",
         "  h100-0: no upgrade state, driver 580.1, tainted, failed: 2026-12-03T10:04:00Z canary: upgrade-failed",
@@ -255,7 +261,9 @@ def test_after_a_rollback_each_wave_reads_rolled_back_and_a_driver_known_only_by
 
 
 def test_without_a_record_the_status_says_so_and_still_names_canary_leftovers():
-    st = describe(None, policy(), [], [node("h100-0")], "gpu-operator/gpuops-canary-upgrade", (TAINT, "NoSchedule"))
+    st = describe(
+        None, Observed(policy(), [], [node("h100-0")]), "gpu-operator/gpuops-canary-upgrade", (TAINT, "NoSchedule")
+    )
     assert st["phase"] is None and not st["unfinished"] and st["leftovers"] == []
     assert st["lines"] == [
         "No canary upgrade is recorded in ConfigMap gpu-operator/gpuops-canary-upgrade.",
@@ -263,7 +271,7 @@ def test_without_a_record_the_status_says_so_and_still_names_canary_leftovers():
         "Nothing is left to clean up.",
     ]
     tainted = node("h100-0", taints=[{"key": TAINT, "value": "canary", "effect": "NoSchedule"}])
-    st = describe(None, PREPARED_CP, [], [tainted], "ns/cm", (TAINT, "NoSchedule"))
+    st = describe(None, Observed(PREPARED_CP, [], [tainted]), "ns/cm", (TAINT, "NoSchedule"))
     assert st["leftovers"] == [
         "the canary toleration gpuops.io/canary-upgrade:NoSchedule on the operands of ClusterPolicy cluster-policy",
         "the canary taint gpuops.io/canary-upgrade on 1 node(s): h100-0",
@@ -277,7 +285,7 @@ def test_a_finished_upgrade_leaves_nothing_behind_and_names_the_tolerations_it_k
         daemonsets={"updateStrategy": "RollingUpdate", "tolerations": [TOLERATION]},
     )
     nodes = [node("h100-0", labels={STATE: "upgrade-done", DRIVER_VERSION_LABEL: "610.1"})]
-    st = describe(record("done", skip_labelled=["h100-9"]), cp, [], nodes, "ns/cm", (TAINT, "NoSchedule"))
+    st = describe(record("done", skip_labelled=["h100-9"]), Observed(cp, [], nodes), "ns/cm", (TAINT, "NoSchedule"))
     assert not st["unfinished"] and st["leftovers"] == [] and st["next"] == "Nothing is left to clean up."
     assert st["kept"] == [
         "the canary toleration gpuops.io/canary-upgrade:NoSchedule on the operands of ClusterPolicy cluster-policy"
@@ -290,8 +298,8 @@ def test_the_status_reads_the_cluster_policy_by_release_while_nodes_upgrade():
     cp = policy(driver={"version": "610.1"})
     cp["metadata"]["labels"] = {"helm.sh/chart": "gpu-operator-v26.3.3"}
     cp["status"] = {"state": "ready"}
-    st = describe(record(), cp, [], [moving], "ns/cm", (TAINT, "NoSchedule"))
+    st = describe(record(), Observed(cp, [], [moving]), "ns/cm", (TAINT, "NoSchedule"))
     assert (st["policy_status"]["meaning"], st["policy_status"]["upgrading"]) == ("not-proven", ["h100-1"])
     assert st["lines"][-2].startswith("Operator: ClusterPolicy cluster-policy says ready, but on operator 26.3.3")
-    st = describe(record(), cp, [], [node("h100-1")], "ns/cm", (TAINT, "NoSchedule"))
+    st = describe(record(), Observed(cp, [], [node("h100-1")]), "ns/cm", (TAINT, "NoSchedule"))
     assert st["policy_status"]["meaning"] == "ready" and not any(x.startswith("Operator:") for x in st["lines"])

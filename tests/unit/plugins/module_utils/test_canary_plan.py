@@ -7,11 +7,12 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.can
     image_cuda,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import PlanError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.gate import gate
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.gate import Cluster, gate
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import (
     DRIVER_VERSION_LABEL,
     FAILED_ANNOTATION,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.options import CanaryOptions
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.pods import (
     parse_selector,
     selector_matches,
@@ -122,7 +123,7 @@ def test_the_rest_alternates_pools_in_natural_name_order():
 
 def test_the_record_round_trips_through_a_configmap_and_knows_the_next_wave():
     plan, _unplanned = plan_waves(["c0"], ["n1"], ["100%"])
-    rec = new_record({"driver_version": "2"}, {"driver_version": "1"}, {"key": "k"}, plan, [], [], "t0")
+    rec = new_record({"driver_version": "2"}, {"driver_version": "1"}, {"key": "k"}, plan, {}, "t0")
     cm = {"data": {RECORD_KEY: encode_record(rec)}}
     back = decode_record(cm)
     assert back == rec and next_wave(back) == 0
@@ -190,7 +191,9 @@ def test_the_gate_fails_on_a_foreign_upgrade_failure_but_not_on_its_own_and_adds
         node("upgrading", "wait-for-jobs-required", unschedulable=True),
         node("not-planned", "upgrade-failed", unschedulable=True),
     ]
-    g = gate(nodes, [], [], ["old-failure", "ours", "upgrading"], None, quarantine_failures=["node x is quarantined"])
+    g = gate(
+        Cluster(nodes, [], []), ["old-failure", "ours", "upgrading"], None, CanaryOptions(), ["node x is quarantined"]
+    )
     assert not g["passed"]
     assert len(g["failures"]) == 2
     assert "old-failure is in upgrade-failed" in g["failures"][0] and "relabel" in g["failures"][0]
@@ -209,7 +212,7 @@ def test_the_gate_lists_gpu_jobs_their_pdbs_and_which_are_waited_for():
         "spec": {"selector": {"matchLabels": {"app": "infer"}}, "minAvailable": 1},
         "status": {"disruptionsAllowed": 0},
     }
-    g = gate([node("n1")], pods, [pdb], ["n1"], None, wait_selector="ckpt=yes")
+    g = gate(Cluster([node("n1")], pods, [pdb]), ["n1"], None, CanaryOptions(wait_for_completion_selector="ckpt=yes"))
     assert g["passed"]
     assert [(j["pod"], j["wait_for_completion"], j["pdbs"]) for j in g["gpu_jobs"]] == [
         ("default/infer", False, ["default/infer-pdb"]),
@@ -308,7 +311,7 @@ def test_the_gate_fails_when_the_target_driver_is_older_than_a_running_workloads
         cuda_pod("mig", "n1", "nvidia/cuda:12.4.1-runtime-ubuntu22.04", resource="nvidia.com/mig-1g.10gb"),
         cuda_pod("old", "n1", "nvcr.io/nvidia/cuda:12.0.1-base"),
     ]
-    g = gate([node("n1")], pods, [], ["n1"], None, target_driver="570.86.10")
+    g = gate(Cluster([node("n1")], pods, []), ["n1"], None, CanaryOptions(driver_version="570.86.10"))
     assert not g["passed"]
     assert len(g["failures"]) == 1
     msg = g["failures"][0]
@@ -329,14 +332,14 @@ def test_the_gate_passes_when_the_target_driver_meets_every_workloads_minimum():
         cuda_pod("elsewhere", "other", "nvcr.io/nvidia/cuda:13.0.0-base-ubuntu22.04"),  # not a planned node
         cuda_pod("done", "n1", "nvcr.io/nvidia/cuda:13.0.0-base-ubuntu22.04", phase="Succeeded"),
     ]
-    g = gate([node("n1"), node("other")], pods, [], ["n1"], None, target_driver="580.65.06")
+    g = gate(Cluster([node("n1"), node("other")], pods, []), ["n1"], None, CanaryOptions(driver_version="580.65.06"))
     assert g["passed"], g["failures"]
     assert [(w["pod"], w["ok"]) for w in g["cuda"]["workloads"]] == [("default/train", True)]
     # with a lower target only the planned, running one fails
-    g = gate([node("n1"), node("other")], pods, [], ["n1"], None, target_driver="575.1")
+    g = gate(Cluster([node("n1"), node("other")], pods, []), ["n1"], None, CanaryOptions(driver_version="575.1"))
     assert [f.split(" (")[0] for f in g["failures"]] == ["pod default/train"]
     # a chart-only upgrade (no target driver) lists the versions and compares nothing
-    g = gate([node("n1")], pods, [], ["n1"], None, target_driver=None)
+    g = gate(Cluster([node("n1")], pods, []), ["n1"], None, CanaryOptions(driver_version=None))
     assert g["passed"] and g["cuda"]["target_driver"] is None and g["cuda"]["workloads"][0]["ok"] is None
 
 
@@ -346,7 +349,7 @@ def test_unknown_cuda_versions_are_listed_as_info_and_fail_nothing():
         cuda_pod("future", "n1", "nvcr.io/nvidia/cuda:14.0.0-base"),  # not in the compatibility matrix
         gpu_pod("noimage", "n1"),
     ]
-    g = gate([node("n1")], pods, [], ["n1"], None, target_driver="470.1")
+    g = gate(Cluster([node("n1")], pods, []), ["n1"], None, CanaryOptions(driver_version="470.1"))
     assert g["passed"], g["failures"]
     assert g["cuda"]["workloads"] == []
     unknown = {u["pod"]: u for u in g["cuda"]["unknown"]}
@@ -355,8 +358,8 @@ def test_unknown_cuda_versions_are_listed_as_info_and_fail_nothing():
     assert unknown["default/future"]["cuda"] == "14.0"
     assert "not in the compatibility matrix" in unknown["default/future"]["reason"]
     # a user rule makes the custom image known, and then it is compared
-    rules = cuda_image_rules([{"image": "^registry\\.example\\.com/ml/trainer:", "cuda": "12.6"}])
-    g = gate([node("n1")], pods, [], ["n1"], None, target_driver="470.1", cuda_rules=rules)
+    rules = [{"image": "^registry\\.example\\.com/ml/trainer:", "cuda": "12.6"}]
+    g = gate(Cluster([node("n1")], pods, []), ["n1"], None, CanaryOptions(driver_version="470.1", cuda_images=rules))
     assert not g["passed"] and "pod default/custom" in g["failures"][0] and "CUDA 12.6" in g["failures"][0]
 
 

@@ -4,8 +4,12 @@ that cannot watch polls."""
 import pytest
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import K8sError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.driver import wait_upgraded
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.driver import (
+    UpgradeWait,
+    wait_upgraded,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import DRIVER_VERSION_LABEL
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.options import CanaryOptions
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.session import (
     CanarySession,
     Pause,
@@ -62,9 +66,11 @@ def fail(error):
     raise error
 
 
-def session(api, **kwargs):
+def session(api, **options):
     clock = Clock()
-    return CanarySession(api, clock=clock, sleep=clock.sleep, poll=1.0, **kwargs), clock
+    return CanarySession(
+        api, options=CanaryOptions(poll_interval=1.0, **options), clock=clock, sleep=clock.sleep
+    ), clock
 
 
 def checks(api, answers):
@@ -157,7 +163,7 @@ def test_the_first_failed_node_ends_the_upgrade_wait_at_the_event_that_shows_it(
         return listed if api.version == 1 else [e["object"] for e in failing]
 
     api.list_core = controller_fails_n1
-    failed, _report = wait_upgraded(s, members, "610.1", 600, s.timer({}, "upgrade"), "canary")
+    failed, _report = wait_upgraded(s, members, "610.1", s.timer({}, "upgrade"), UpgradeWait("canary", 600, None))
     assert list(failed) == ["n1"] and "upgrade-failed" in failed["n1"]
     assert sum(clock.sleeps) < s.poll
 
@@ -174,7 +180,7 @@ def test_the_upgrade_wait_is_not_woken_until_the_last_member_is_done():
         return [node(n, "upgrade-done", "610.1") if n in done else node(n) for n in members]
 
     api.list_core = controller
-    failed, _report = wait_upgraded(s, members, "610.1", 600, s.timer({}, "upgrade"), "canary")
+    failed, _report = wait_upgraded(s, members, "610.1", s.timer({}, "upgrade"), UpgradeWait("canary", 600, None))
     assert failed == {}
     assert clock.sleeps[0] == s.poll  # n1 alone did not wake it; the resync ran the check
     assert api.version == 3

@@ -80,8 +80,11 @@ class TestGpuNodeDetection:
 
     def test_without_selector_cpu_nodes_are_dropped_with_a_selector_they_are_kept(self):
         nodes = [gpu_node("g0"), node("cpu-0")]
-        assert list(cv.cluster_view(nodes, [])["nodes"]) == ["g0"]
-        assert list(cv.cluster_view(nodes, [], gpu_nodes_only=False)["nodes"]) == ["cpu-0", "g0"]
+        assert list(cv.cluster_view({"nodes": nodes, "pods": []})["nodes"]) == ["g0"]
+        assert list(cv.cluster_view({"nodes": nodes, "pods": []}, cv.ViewOptions(gpu_nodes_only=False))["nodes"]) == [
+            "cpu-0",
+            "g0",
+        ]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -243,12 +246,12 @@ class TestOperands:
 
     def test_operands_ready_is_false_when_any_operand_is_not_ready(self):
         pods = [pod("d", "g0", "nvidia-driver-daemonset"), pod("p", "g0", "nvidia-device-plugin-daemonset", False)]
-        view = cv.cluster_view([gpu_node("g0")], pods)["nodes"]["g0"]
+        view = cv.cluster_view({"nodes": [gpu_node("g0")], "pods": pods})["nodes"]["g0"]
         assert view["operands_ready"] is False
 
     def test_a_node_the_operator_has_not_labelled_yet_is_not_operands_ready(self):
         bare = node("g0", labels={"feature.node.kubernetes.io/pci-10de.present": "true"})
-        assert cv.cluster_view([bare], [])["nodes"]["g0"]["operands_ready"] is False
+        assert cv.cluster_view({"nodes": [bare], "pods": []})["nodes"]["g0"]["operands_ready"] is False
 
     def test_a_required_operand_labelled_true_without_a_pod_is_missing_and_not_ready(self):
         labels = {
@@ -257,29 +260,39 @@ class TestOperands:
             "nvidia.com/gpu.deploy.device-plugin": "true",
         }
         pods = [pod("p", "g0", "nvidia-device-plugin-daemonset")]
-        view = cv.cluster_view([gpu_node("g0", labels=labels)], pods)["nodes"]["g0"]
+        view = cv.cluster_view({"nodes": [gpu_node("g0", labels=labels)], "pods": pods})["nodes"]["g0"]
         assert view["operands_missing"] == ["container-toolkit"] and view["operands_ready"] is False
 
     def test_a_required_operand_the_cluster_policy_disables_is_not_expected(self):
         labels = {"nvidia.com/gpu.deploy.driver": "true", "nvidia.com/gpu.deploy.device-plugin": "true"}
         pods = [pod("p", "g0", "nvidia-device-plugin-daemonset")]
         policy = cr("cluster-policy", "ready", spec={"driver": {"enabled": False}})
-        view = cv.cluster_view([gpu_node("g0", labels=labels)], pods, [policy])["nodes"]["g0"]
+        view = cv.cluster_view({"nodes": [gpu_node("g0", labels=labels)], "pods": pods, "cluster_policies": [policy]})[
+            "nodes"
+        ]["g0"]
         assert view["operands_missing"] == [] and view["operands_ready"] is True
-        view = cv.cluster_view([gpu_node("g0", labels=labels)], pods, [cr("cluster-policy", "ready")])["nodes"]["g0"]
+        view = cv.cluster_view(
+            {
+                "nodes": [gpu_node("g0", labels=labels)],
+                "pods": pods,
+                "cluster_policies": [cr("cluster-policy", "ready")],
+            }
+        )["nodes"]["g0"]
         assert view["operands_missing"] == ["driver"]
 
     def test_a_node_with_its_operands_switched_off_is_ready_without_pods(self):
-        view = cv.cluster_view([gpu_node("g0", labels={"nvidia.com/gpu.deploy.operands": "false"})], [])
+        view = cv.cluster_view(
+            {"nodes": [gpu_node("g0", labels={"nvidia.com/gpu.deploy.operands": "false"})], "pods": []}
+        )
         assert view["nodes"]["g0"]["operands_ready"] is True
 
     def test_succeeded_validation_pods_count_as_healthy(self):
         pods = [pod("cuda", "g0", "nvidia-cuda-validator", ready=False, phase="Succeeded")]
-        assert cv.cluster_view([gpu_node("g0")], pods)["nodes"]["g0"]["operands_ready"] is True
+        assert cv.cluster_view({"nodes": [gpu_node("g0")], "pods": pods})["nodes"]["g0"]["operands_ready"] is True
 
     def test_operand_pods_without_a_node_are_reported_as_unscheduled(self):
         p = pod("nvidia-driver-daemonset-z", None, "nvidia-driver-daemonset", ready=False, phase="Pending")
-        result = cv.cluster_view([gpu_node("g0")], [p])
+        result = cv.cluster_view({"nodes": [gpu_node("g0")], "pods": [p]})
         assert [s["name"] for s in result["unscheduled_operands"]] == ["nvidia-driver-daemonset-z"]
         assert result["totals"]["operand_pods_unscheduled"] == 1
 
@@ -330,8 +343,11 @@ class TestCustomResources:
         assert view["name"] == "cluster-policy" and view["ready"] is True
 
     def test_no_policy_or_no_crd_gives_null_and_the_crd_flag_says_which(self):
-        assert cv.cluster_view([], [], [], None)["cluster_policy"] is None
-        crds = cv.cluster_view([], [], [], None)["crds"]
+        assert (
+            cv.cluster_view({"nodes": [], "pods": [], "cluster_policies": [], "nvidia_drivers": None})["cluster_policy"]
+            is None
+        )
+        crds = cv.cluster_view({"nodes": [], "pods": [], "cluster_policies": [], "nvidia_drivers": None})["crds"]
         assert crds == {"clusterpolicies.nvidia.com": True, "nvidiadrivers.nvidia.com": False}
 
     def test_nvidia_drivers_are_sorted_and_summarised(self):
@@ -339,7 +355,9 @@ class TestCustomResources:
             cr("main", "ready", spec={"driverType": "gpu", "version": "550.127.08", "default": True}),
             cr("canary", "notReady", spec={"version": "570.86.15", "nodeSelector": {"gpuops.io/pool": "canary"}}),
         ]
-        views = cv.cluster_view([], [], None, drivers)["nvidia_drivers"]
+        views = cv.cluster_view({"nodes": [], "pods": [], "cluster_policies": None, "nvidia_drivers": drivers})[
+            "nvidia_drivers"
+        ]
         assert [d["name"] for d in views] == ["canary", "main"]
         assert views[0]["node_selector"] == {"gpuops.io/pool": "canary"} and views[0]["ready"] is False
         assert views[1]["default"] is True and views[1]["driver_type"] == "gpu"
@@ -361,7 +379,7 @@ class TestTotals:
             node("cpu-0"),
         ]
         pods = [pod("d0", "g0", "nvidia-driver-daemonset"), pod("d1", "g1", "nvidia-driver-daemonset", False)]
-        t = cv.cluster_view(nodes, pods)["totals"]
+        t = cv.cluster_view({"nodes": nodes, "pods": pods})["totals"]
         assert (t["nodes"], t["nodes_ready"], t["nodes_unschedulable"]) == (3, 2, 1)
         assert (t["gpu_capacity"], t["gpu_allocatable"]) == (17, 15)
         assert t["products"] == {"NVIDIA-H100-80GB-HBM3": 2, "Tesla-T4": 1}
@@ -373,14 +391,14 @@ class TestTotals:
             gpu_node("a", capacity={"nvidia.com/mig-1g.10gb": "7"}),
             gpu_node("b", capacity={"nvidia.com/mig-1g.10gb": "7", "nvidia.com/mig-3g.40gb": "2"}),
         ]
-        t = cv.cluster_view(nodes, [])["totals"]
+        t = cv.cluster_view({"nodes": nodes, "pods": []})["totals"]
         assert t["mig_capacity"] == {"nvidia.com/mig-1g.10gb": 14, "nvidia.com/mig-3g.40gb": 2}
 
     def test_a_thousand_nodes_with_seven_operands_each_are_all_viewed(self):
         nodes = [gpu_node("g%04d" % i) for i in range(1000)]
         apps = list(op.COMPONENTS)[:7]
         pods = [pod("%s-%d" % (a, i), "g%04d" % i, a) for i in range(1000) for a in apps]
-        result = cv.cluster_view(nodes, pods)
+        result = cv.cluster_view({"nodes": nodes, "pods": pods})
         assert result["totals"]["nodes"] == 1000 and result["totals"]["operand_pods"] == 7000
 
 
@@ -410,7 +428,11 @@ class TestStuckOperands:
 
     def view(self, events=None, **pod_state):
         return cv.cluster_view(
-            [healthy_gpu_node("g0")], [pod("dp-g0", "g0", self.APP, ready=False, **pod_state)], sandbox_events=events
+            {
+                "nodes": [healthy_gpu_node("g0")],
+                "pods": [pod("dp-g0", "g0", self.APP, ready=False, **pod_state)],
+                "sandbox_events": events,
+            }
         )
 
     @pytest.mark.parametrize(
@@ -442,7 +464,7 @@ class TestStuckOperands:
 
 class TestNodeDetail:
     def test_a_healthy_node_has_no_problem(self):
-        view = cv.cluster_view([healthy_gpu_node("g0")], healthy_pods("g0"))
+        view = cv.cluster_view({"nodes": [healthy_gpu_node("g0")], "pods": healthy_pods("g0")})
         assert view["node_summary"]["g0"] == {
             "mode": "extended-resource",
             "ready": True,
@@ -461,7 +483,7 @@ class TestNodeDetail:
             healthy_gpu_node("no-plugin"),
             healthy_gpu_node("upgrade", labels={"nvidia.com/gpu-driver-upgrade-state": "upgrade-failed"}),
         ]
-        summary = cv.cluster_view(nodes, healthy_pods("down", "upgrade"))["node_summary"]
+        summary = cv.cluster_view({"nodes": nodes, "pods": healthy_pods("down", "upgrade")})["node_summary"]
         assert summary["down"]["problems"] == ["not-ready", "unschedulable", "foreign-quarantine"]
         assert summary["no-plugin"]["problems"] == ["operands-not-ready", "operands-missing"]
         assert summary["upgrade"]["problems"] == ["upgrade-failed"]
@@ -470,11 +492,11 @@ class TestNodeDetail:
         node = healthy_gpu_node("g0")
         node["spec"]["taints"] = [{"key": "example.com/broken", "value": "xid", "effect": "NoSchedule"}]
         node["metadata"].setdefault("annotations", {})["quarantineHealthEvent"] = "{...}"
-        view = cv.cluster_view([node], healthy_pods("g0"))
+        view = cv.cluster_view({"nodes": [node], "pods": healthy_pods("g0")})
         assert [(e["kind"], e["owner"]) for e in view["nodes"]["g0"]["quarantine"]] == [("annotation", "NVSentinel")]
         assert view["node_summary"]["g0"]["problems"] == ["foreign-quarantine"]
         extra = [{"kind": "taint", "key": "example.com/broken", "owner": "ours"}]
-        view = cv.cluster_view([node], healthy_pods("g0"), quarantine_markers=extra)
+        view = cv.cluster_view({"nodes": [node], "pods": healthy_pods("g0")}, cv.ViewOptions(quarantine_markers=extra))
         assert [e["owner"] for e in view["nodes"]["g0"]["quarantine"]] == ["NVSentinel", "ours"]
 
     def test_a_dra_problem_is_a_problem(self):
@@ -485,7 +507,10 @@ class TestNodeDetail:
 
     def test_each_node_detail_keeps_its_nodes_and_totals_cover_all(self):
         nodes = [healthy_gpu_node("g0"), healthy_gpu_node("g1", ready="False")]
-        shaped = {d: cv.cluster_view(nodes, healthy_pods("g0", "g1"), node_detail=d) for d in cv.NODE_DETAIL}
+        shaped = {
+            d: cv.cluster_view({"nodes": nodes, "pods": healthy_pods("g0", "g1")}, cv.ViewOptions(node_detail=d))
+            for d in cv.NODE_DETAIL
+        }
         full = shaped["all"]
         assert list(full["nodes"]) == list(full["node_summary"]) == ["g0", "g1"]
         assert shaped["problems"]["nodes"] == shaped["summary"]["nodes"] == {"g1": full["nodes"]["g1"]}
@@ -496,4 +521,4 @@ class TestNodeDetail:
 
     def test_an_unknown_node_detail_names_the_choices(self):
         with pytest.raises(ArgumentError, match="node_detail must be one of all, summary, problems, none"):
-            cv.cluster_view([healthy_gpu_node("g0")], [], node_detail="some")
+            cv.cluster_view({"nodes": [healthy_gpu_node("g0")], "pods": []}, cv.ViewOptions(node_detail="some"))

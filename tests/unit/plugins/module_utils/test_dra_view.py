@@ -86,7 +86,9 @@ def plugin_pod(node_name, ready=True, waiting=None):
 
 def view(nodes, slices, claims=(), classes=None, pods=()):
     index = dv.DraIndex(list(slices), list(claims), classes, DRIVER)
-    return cv.cluster_view(nodes, list(pods), None, None, dra=index)
+    return cv.cluster_view(
+        {"nodes": nodes, "pods": list(pods), "cluster_policies": None, "nvidia_drivers": None, "dra": index}
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -253,5 +255,5 @@ class TestFleet:
         assert list(view([unlabelled], [rslice("x", [gpu(0)])])["nodes"]) == ["x"]
 
     def test_without_dra_every_node_has_an_empty_dra_view(self):
-        result = cv.cluster_view([node("n0")], [])
+        result = cv.cluster_view({"nodes": [node("n0")], "pods": []})
         assert result["dra"]["served"] is False and result["nodes"]["n0"]["dra"]["devices"] == []

@@ -5,6 +5,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.val
     node_findings,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import (
+    FleetInputs,
     fleet_summary,
     product_of,
     should_fail,
@@ -173,14 +174,16 @@ def test_operands_stuck_in_container_creating_name_the_toolkit_with_the_sandbox_
             "message": 'no runtime for "nvidia" is configured',
         }
     ]
-    summary = fleet_summary({"h": host(nvml())}, {"gpu-0": node(0, {"device-plugin": stuck})}, sandbox_events=events)
+    summary = fleet_summary(
+        {"h": host(nvml())}, {"gpu-0": node(0, {"device-plugin": stuck})}, FleetInputs(sandbox_events=events)
+    )
     row = summary["rows"][0]
     assert row["failing_layer"] == "toolkit"
     assert 'no runtime for "nvidia"' in row["evidence"][0]
 
 
 def test_in_nri_plugin_mode_a_ready_toolkit_pod_proves_the_toolkit_layer_without_a_runtime_handler():
-    summary = fleet_summary({"h": host(nvml())}, {"gpu-0": node()}, nri_plugin=True)
+    summary = fleet_summary({"h": host(nvml())}, {"gpu-0": node()}, FleetInputs(nri_plugin=True))
     assert summary["toolkit_mode"] == "nri-plugin" and summary["rows"][0]["verdict"] == "pass"
     assert fleet_summary({"h": host(nvml())}, {"gpu-0": node()})["toolkit_mode"] == "runtime-handler"
 
@@ -284,7 +287,7 @@ def test_a_failed_smoke_pod_is_a_workload_finding_with_the_last_log_line():
 
 
 def test_a_host_missing_from_the_smoke_results_fails_when_a_smoke_test_ran():
-    summary = fleet_summary({"h": host(nvml())}, {"gpu-0": node()}, smoke={})
+    summary = fleet_summary({"h": host(nvml())}, {"gpu-0": node()}, FleetInputs(smoke={}))
     assert summary["rows"][0]["failing_layer"] == "workload"
 
 
@@ -298,7 +301,9 @@ def test_prometheus_series_per_node_are_compared_with_the_gpu_count():
     assert per["gpu-0"]["series"] == 6 and per["gpu-1"]["xid"] == {"0": 79}
     hosts = {"a": host(nvml(), "gpu-0"), "b": host(nvml(), "gpu-1"), "c": host(nvml(), "gpu-2")}
     nodes = {"gpu-0": node(), "gpu-1": node(), "gpu-2": node()}
-    rows = fleet_summary(hosts, nodes, monitoring={"source": "prometheus", "series": series, "xid": xid})["rows"]
+    rows = fleet_summary(hosts, nodes, FleetInputs(monitoring={"source": "prometheus", "series": series, "xid": xid}))[
+        "rows"
+    ]
     assert [r["failing_layer"] for r in rows] == ["monitoring", "gpu-health", "monitoring"]
     assert "6 of 8 GPUs" in rows[0]["evidence"][0] and "Xid 79" in rows[1]["evidence"][0]
     assert "0 of 8 GPUs" in rows[2]["evidence"][0]
@@ -323,16 +328,18 @@ def test_without_prometheus_the_exporter_pod_service_and_listed_endpoint_decide(
         "gpu-3": node(),
     }
     monitoring = {"source": "endpoints", "service": True, "endpoint_slices": slices}
-    rows = fleet_summary(hosts, nodes, monitoring=monitoring)["rows"]
+    rows = fleet_summary(hosts, nodes, FleetInputs(monitoring=monitoring))["rows"]
     # gpu-2: Ready pod, endpoint not listed (the API never lists loopback/host addresses): passes
     assert [r["failing_layer"] for r in rows] == [None, "monitoring", None, "monitoring"]
     assert "endpoint of this node (pod nvidia-dcgm-exporter-x) is not ready" in rows[1]["evidence"][0]
     assert rows[3]["evidence"] == ["no nvidia-dcgm-exporter pod on this node"]
     # The Service without any EndpointSlice (the controller could not write one: every address was loopback) passes.
     monitoring = {"source": "endpoints", "service": True, "endpoint_slices": []}
-    rows = fleet_summary(hosts, nodes, monitoring=monitoring)["rows"]
+    rows = fleet_summary(hosts, nodes, FleetInputs(monitoring=monitoring))["rows"]
     assert [r["failing_layer"] for r in rows] == [None, None, None, "monitoring"]
-    rows = fleet_summary(hosts, nodes, monitoring={"source": "endpoints", "service": False, "endpoint_slices": slices})
+    rows = fleet_summary(
+        hosts, nodes, FleetInputs(monitoring={"source": "endpoints", "service": False, "endpoint_slices": slices})
+    )
     assert all("no nvidia-dcgm-exporter Service" in r["evidence"][0] for r in rows["rows"])
 
 
@@ -353,10 +360,12 @@ def test_two_runs_over_an_unchanged_fleet_give_the_same_summary():
         fleet_summary(
             hosts,
             nodes,
-            smoke={
-                "gpu-0": {"status": "passed", "pod": "gpuops-smoke-%s-gpu-0" % run, "duration": took},
-                "gpu-1": {"status": "pending", "pod": "gpuops-smoke-%s-gpu-1" % run, "reason": pending},
-            },
+            FleetInputs(
+                smoke={
+                    "gpu-0": {"status": "passed", "pod": "gpuops-smoke-%s-gpu-0" % run, "duration": took},
+                    "gpu-1": {"status": "pending", "pod": "gpuops-smoke-%s-gpu-1" % run, "reason": pending},
+                }
+            ),
         )
         for run, took in (("1a2b", 4.2), ("9f8e", 5.7))
     ]

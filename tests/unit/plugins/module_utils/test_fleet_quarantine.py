@@ -10,6 +10,7 @@ from fleet_fixtures import node, nvml
 from ansible_collections.gpuops.gpu_operator.plugins.filter.fleet_console import fleet_console
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import node_view
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import (
+    FleetInputs,
     fleet_summary,
     should_fail,
 )
@@ -42,7 +43,7 @@ def fleet(quarantine_of):
         nodes[name] = dict(node("h100"), quarantine=quarantine_of(name))
     smoke = {n: {"status": "passed", "reason": None} for n in nodes}
     smoke["h100-1"] = {"status": "failed", "reason": "Pending: 0/3 nodes are available: 1 node(s) were unschedulable"}
-    return fleet_summary(hosts, nodes, smoke=smoke)
+    return fleet_summary(hosts, nodes, FleetInputs(smoke=smoke))
 
 
 def evidence_of(name):

@@ -14,6 +14,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm 
     ChartRef,
     Helm,
     HelmError,
+    ReleaseSpec,
     parse_version,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.helm.chart import dependency_enabled
@@ -153,7 +154,7 @@ def test_a_wrong_context_is_named():
 @pytest.mark.parametrize("version, v4", [("v3.19.2", False), ("v4.0.1", True)])
 def test_upgrade_flags_per_helm_major(version, v4):
     m = FakeModule(version)
-    helm(m).upgrade("gpu-operator", "ns", REPO, "v26.3.3", "/tmp/v.yaml", wait=True, timeout=120)
+    helm(m).upgrade(ReleaseSpec("gpu-operator", "ns", REPO, "v26.3.3", "/tmp/v.yaml"), wait=True, timeout=120)
     cmd = m.cmds("upgrade")[0]
     assert cmd[1:4] == ["upgrade", "--install", "gpu-operator"]
     for flag in ("--reset-values", "--disable-openapi-validation"):
@@ -169,16 +170,16 @@ def test_a_release_applied_client_side_gets_no_force_conflicts_on_v4():
     """A release installed by helm v3 stays client-side under v4's --server-side=auto; --force-conflicts is invalid."""
     m = FakeModule("v4.0.1")
     h = helm(m)
-    h.upgrade("r", "ns", REPO, "v26.3.3", "/v", apply_method="csa")
+    h.upgrade(ReleaseSpec("r", "ns", REPO, "v26.3.3", "/v"), apply_method="csa")
     h.rollback("r", "ns", 1, apply_method="csa")
     assert "--force-conflicts" not in m.cmds("upgrade")[0] and "--force-conflicts" not in m.cmds("rollback")[0]
-    h.upgrade("r", "ns", REPO, "v26.3.3", "/v", apply_method="ssa")
+    h.upgrade(ReleaseSpec("r", "ns", REPO, "v26.3.3", "/v"), apply_method="ssa")
     assert "--force-conflicts" in m.cmds("upgrade")[1]
 
 
 def test_force_conflicts_can_be_turned_off_on_v4():
     m = FakeModule("v4.0.1")
-    helm(m).upgrade("r", "ns", REPO, "v26.3.3", "/v", force_conflicts=False)
+    helm(m).upgrade(ReleaseSpec("r", "ns", REPO, "v26.3.3", "/v"), force_conflicts=False)
     assert "--force-conflicts" not in m.cmds("upgrade")[0]
 
 
@@ -325,9 +326,8 @@ def test_a_failing_command_reports_cmd_rc_and_stderr():
 @pytest.mark.parametrize("version", ["v3.19.2", "v4.0.1"])
 def test_template_renders_offline_with_the_clusters_api_versions_and_kubernetes_version(version):
     m = FakeModule(version)
-    helm(m).template(
-        "gpu-operator", "gpu-operator", REPO, "v26.7.0", "/v.yaml", ["resource.k8s.io/v1/DeviceClass", "v1"], "v1.36.3"
-    )
+    spec = ReleaseSpec("gpu-operator", "gpu-operator", REPO, "v26.7.0", "/v.yaml")
+    helm(m).template(spec, ["resource.k8s.io/v1/DeviceClass", "v1"], "v1.36.3")
     (cmd,) = m.cmds("template")
     assert cmd[cmd.index("--kube-version") + 1] == "v1.36.3"
     assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "--api-versions"] == ["resource.k8s.io/v1/DeviceClass", "v1"]

@@ -120,13 +120,13 @@ class FakeHelm:
     def get_hooks(self, name, ns):
         return ""
 
-    def template(self, name, ns, chart, version, values_file, api_versions=(), kube_version=None):
+    def template(self, spec, api_versions=(), kube_version=None):
         self.capabilities = (list(api_versions), kube_version)
-        with open(values_file) as f:
+        with open(spec.values_file) as f:
             cdi = (yaml.safe_load(f) or {}).get("cdi") or {}
         if cdi.get("nriPluginEnabled") and cdi.get("enabled") is False:
             raise HelmError(VALIDATION_FAILURE)
-        return "kind: ClusterPolicy # %s\n" % version
+        return "kind: ClusterPolicy # %s\n" % spec.version
 
     def run(self, args, **kwargs):
         return 0, "[]", ""
@@ -141,8 +141,9 @@ class FakeHelm:
             {"revision": len(self.history_list) + 1, "status": status, "version": version, "values": values}
         )
 
-    def upgrade(self, name, ns, chart, version, values_file, **kwargs):
-        with open(values_file) as f:
+    def upgrade(self, spec, **kwargs):
+        version = spec.version
+        with open(spec.values_file) as f:
             values = yaml.safe_load(f)
         self.log.append(("helm upgrade", version))
         if self.fail_upgrade:
@@ -302,9 +303,8 @@ def bed(tmp_path):
 def release(bed, check_mode=False, diff=False, ticks=None, **kw):
     _log, helm, kube = bed
     clock = iter(ticks or range(0, 10000, 10))
-    return OperatorRelease(
-        params(**kw), helm, kube, check_mode=check_mode, diff=diff, sleep=lambda s: None, clock=lambda: next(clock)
-    )
+    settings = params(check_mode=check_mode, diff=diff, **kw)
+    return OperatorRelease(settings, helm, kube, sleep=lambda s: None, clock=lambda: next(clock))
 
 
 def run(bed, check_mode=False, diff=False, **kw):

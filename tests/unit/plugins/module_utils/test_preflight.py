@@ -90,7 +90,11 @@ def test_gather_reads_each_section_with_one_request_whatever_the_node_count():
             ],
         },
     )
-    out = p.gather(client, review=lambda body: {"allowed": True}, permissions=[{"verb": "list", "resource": "nodes"}])
+    out = p.gather(
+        client,
+        p.PreflightOptions(permissions=[{"verb": "list", "resource": "nodes"}]),
+        review=lambda body: {"allowed": True},
+    )
     assert out["nodes"]["h100-0"]["gpu"] is True and out["nodes"]["h100-0"]["upgrade_state"] == "upgrade-failed"
     assert out["nodes"]["cpu-0"] == {
         "name": "cpu-0",
@@ -122,7 +126,7 @@ def test_gather_reads_each_section_with_one_request_whatever_the_node_count():
 
 
 def test_absent_objects_read_as_absent_and_other_errors_propagate():
-    out = p.gather(StubClient(), sections=["runtime_class", "namespace", "crds", "cluster_policy"])
+    out = p.gather(StubClient(), p.PreflightOptions(sections=["runtime_class", "namespace", "crds", "cluster_policy"]))
     assert out["runtime_class"]["exists"] is False and out["namespace"]["exists"] is False
     assert not any(out["crds"].values()) and out["cluster_policy"]["exists"] is False
 
@@ -131,7 +135,7 @@ def test_absent_objects_read_as_absent_and_other_errors_propagate():
             raise K8sError("read namespace failed: HTTP 403", 403)
 
     with pytest.raises(K8sError, match="403"):
-        p.gather(Forbidden(), sections=["namespace"])
+        p.gather(Forbidden(), p.PreflightOptions(sections=["namespace"]))
 
 
 def test_access_lists_each_denied_permission_with_the_reason():
@@ -146,7 +150,9 @@ def test_access_lists_each_denied_permission_with_the_reason():
         {"verb": "list", "resource": "nodes"},
         {"verb": "get", "resource": "pods", "subresource": "log", "namespace": "gpu-operator"},
     ]
-    out = p.gather(StubClient(), review=review, sections=["access"], permissions=perms, identity="weak")
+    out = p.gather(
+        StubClient(), p.PreflightOptions(sections=["access"], permissions=perms, identity="weak"), review=review
+    )
     assert out["access"] == [
         {
             "identity": "weak",

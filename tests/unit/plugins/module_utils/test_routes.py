@@ -13,7 +13,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers i
     merged_routes,
     owner_of,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import fleet_summary
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import (
+    FleetInputs,
+    fleet_summary,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.owners import failures_by_owner
 
 
@@ -70,7 +73,7 @@ def test_the_failures_are_grouped_by_owner_lowest_layer_first_each_with_its_fix_
 
 def test_the_grouping_follows_the_routes_given():
     hosts, nodes = mixed_fleet()
-    summary = fleet_summary(hosts, nodes, routes={"gpu-health": "hardware-vendor"})
+    summary = fleet_summary(hosts, nodes, FleetInputs(routes={"gpu-health": "hardware-vendor"}))
     assert [g["owner"] for g in summary["by_owner"]] == ["node-os-team", "platform-team", "hardware-vendor"]
 
 

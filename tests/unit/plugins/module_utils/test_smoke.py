@@ -27,6 +27,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.smok
     selectors,
     use_claim,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.smoke_options import SmokeOptions
 
 
 def gpu_node(name, alloc="8", hostname=None, gpu=True):
@@ -40,7 +41,7 @@ def gpu_node(name, alloc="8", hostname=None, gpu=True):
 
 
 def test_the_pod_is_pinned_by_hostname_affinity_so_the_scheduler_can_say_why_it_is_pending():
-    pod = pod_spec("r1", gpu_node("gpu-0", hostname="gpu-0.example"), "img", gpus=2, timeout=120)
+    pod = pod_spec("r1", gpu_node("gpu-0", hostname="gpu-0.example"), SmokeOptions("img", gpus=2, timeout=120))
     spec = pod["spec"]
     assert "nodeName" not in spec
     term = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
@@ -57,20 +58,20 @@ def test_the_pod_is_pinned_by_hostname_affinity_so_the_scheduler_can_say_why_it_
 
 
 def test_all_requests_the_nodes_allocatable_and_at_least_one():
-    assert pod_spec("r", gpu_node("a", "8"), "i", gpus="all")["spec"]["containers"][0]["resources"]["limits"] == {
-        "nvidia.com/gpu": "8"
-    }
-    assert pod_spec("r", gpu_node("a", "0"), "i", gpus="all")["spec"]["containers"][0]["resources"]["limits"] == {
-        "nvidia.com/gpu": "1"
-    }
+    assert pod_spec("r", gpu_node("a", "8"), SmokeOptions("i", gpus="all"))["spec"]["containers"][0]["resources"][
+        "limits"
+    ] == {"nvidia.com/gpu": "8"}
+    assert pod_spec("r", gpu_node("a", "0"), SmokeOptions("i", gpus="all"))["spec"]["containers"][0]["resources"][
+        "limits"
+    ] == {"nvidia.com/gpu": "1"}
     with pytest.raises(SmokeError, match="gpus must be a positive integer or 'all'"):
-        pod_spec("r", gpu_node("a"), "i", gpus="many")
+        pod_spec("r", gpu_node("a"), SmokeOptions("i", gpus="many"))
     with pytest.raises(SmokeError, match="at least 1"):
-        pod_spec("r", gpu_node("a"), "i", gpus="0")
+        pod_spec("r", gpu_node("a"), SmokeOptions("i", gpus="0"))
 
 
 def test_user_labels_cannot_override_the_modules_own_labels():
-    pod = pod_spec("r", gpu_node("a"), "i", labels={"gpuops.io/smoke-test-run": "x", "team": "ml"})
+    pod = pod_spec("r", gpu_node("a"), SmokeOptions("i", pod_labels={"gpuops.io/smoke-test-run": "x", "team": "ml"}))
     assert pod["metadata"]["labels"]["gpuops.io/smoke-test-run"] == "r" and pod["metadata"]["labels"]["team"] == "ml"
 
 
@@ -271,15 +272,7 @@ def make_run(cluster, **kwargs):
     client = K8sClient(cfg, retry=RetryPolicy(attempts=1), pool_manager=cluster)
     clock = Clock()
     kwargs.setdefault("expected_output", "Test PASSED")
-    run = SmokeRun(
-        client,
-        "default",
-        lambda run_id, node: pod_spec(run_id, node, "img"),
-        clock=clock,
-        sleep=clock.sleep,
-        run_id="r1",
-        **kwargs,
-    )
+    run = SmokeRun(client, SmokeOptions("img", **kwargs), run_id="r1", clock=clock, sleep=clock.sleep)
     return run, client
 
 
@@ -378,7 +371,7 @@ def test_quotes_in_a_selected_product_are_escaped_for_cel():
 
 def test_a_claim_pod_references_the_template_and_requests_no_extended_resource():
     template = claim_template("r1", run_labels("r1"), "gpu.nvidia.com")
-    pod = use_claim(pod_spec("r1", gpu_node("a"), "img"), template)
+    pod = use_claim(pod_spec("r1", gpu_node("a"), SmokeOptions("img")), template)
     assert pod["spec"]["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": "gpuops-smoke-r1"}]
     assert pod["spec"]["containers"][0]["resources"] == {"claims": [{"name": "gpu"}]}
     assert "nodeAffinity" in pod["spec"]["affinity"]  # still pinned to its node
@@ -396,7 +389,6 @@ def claim_run(cluster, admin=False, **kwargs):
     run, client = make_run(cluster, **kwargs)
     template = claim_template("r1", run_labels("r1"), "gpu.nvidia.com", admin_access=admin)
     run.claims = ClaimSetup(client, "default", template, run_selector("r1"))
-    run.make_pod = lambda run_id, node: use_claim(pod_spec(run_id, node, "img"), template)
     return run, client
 
 

@@ -41,7 +41,8 @@ def moved(name, state, at, typ="Normal", message=None):
 
 
 def one(nodes, pods=(), pdbs=(), events=(), policy=None):
-    found = diagnose(nodes, list(pods), list(pdbs), list(events), policy or {}, "cluster-policy", NOW)
+    cp = {"metadata": {"name": "cluster-policy"}, "spec": {"driver": {"upgradePolicy": policy or {}}}}
+    found = diagnose(nodes, list(pods), list(pdbs), list(events), cp, NOW)
     return {e["node"]: e for e in found}
 
 

@@ -3,7 +3,10 @@ its published GPUs against NVML (count and UUIDs) and device taints, each named 
 extended-resource mode keeps the allocatable check, and a mixed fleet is judged in one run."""
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.checks import node_checks
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import fleet_summary
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import (
+    FleetInputs,
+    fleet_summary,
+)
 
 UUIDS = ["GPU-%d" % i for i in range(4)]
 LABELS = {"nvidia.com/gpu.present": "true"}  # no gpu-feature-discovery labels in DRA mode
@@ -141,7 +144,9 @@ def test_a_mixed_fleet_is_judged_in_one_run_each_node_in_its_mode():
     er["dra"] = dict(er["dra"], expected=False, pools=[])
     hosts = {h: {"node_name": h, "pool": h, "nvidia_gpu": nvml()} for h in ("er", "dra")}
     smoke = {"er": {"status": "passed"}, "dra": {"status": "pending", "reason": "cannot allocate all claims"}}
-    summary = fleet_summary(hosts, {"er": er, "dra": dra_node(devices=[device(i) for i in range(3)])}, smoke)
+    summary = fleet_summary(
+        hosts, {"er": er, "dra": dra_node(devices=[device(i) for i in range(3)])}, FleetInputs(smoke=smoke)
+    )
     rows = {r["node"]: r for r in summary["rows"]}
     assert (rows["er"]["mode"], rows["er"]["failing_layer"]) == ("extended-resource", "device-plugin")
     assert (rows["dra"]["mode"], rows["dra"]["failing_layer"], rows["dra"]["dra_devices"]) == ("dra", "dra", 3)

@@ -84,12 +84,12 @@ def test_an_inline_kubeconfig_reaches_helm_as_a_private_file_and_its_token_is_no
     seen = {}
 
     class Recorder:
-        def __init__(self, params, helm, kube, check_mode=False, diff=False):
+        def __init__(self, params, helm, kube):
             seen["kubeconfig"] = helm.kubeconfig
             seen["mode"] = stat.S_IMODE(os.stat(helm.kubeconfig).st_mode)
             with open(helm.kubeconfig) as handle:
                 seen["content"] = yaml.safe_load(handle)
-            seen["check_mode"] = check_mode
+            seen["check_mode"] = params.check_mode
             self.warnings = []
 
         def run(self):

@@ -17,6 +17,7 @@ from fleet_fixtures import nvml  # noqa: E402
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import cluster_view  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import (  # noqa: E402
+    FleetInputs,
     fleet_summary,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_validate_report  # noqa: E402
@@ -83,8 +84,15 @@ def test_the_verdict_is_fleet_summary_over_the_full_view_and_only_reads(monkeypa
     result = run(server, monkeypatch, tmp_path)
     assert result["_kind"] == "exit", result.get("msg")
     c = server.collections
-    view = cluster_view(c["/api/v1/nodes"], c[NS + "/pods"], c["/apis/nvidia.com/v1/clusterpolicies"], None)
-    expected = fleet_summary(HOSTS, view["nodes"], sandbox_events=[SANDBOX_EVENT])
+    view = cluster_view(
+        {
+            "nodes": c["/api/v1/nodes"],
+            "pods": c[NS + "/pods"],
+            "cluster_policies": c["/apis/nvidia.com/v1/clusterpolicies"],
+            "nvidia_drivers": None,
+        }
+    )
+    expected = fleet_summary(HOSTS, view["nodes"], FleetInputs(sandbox_events=[SANDBOX_EVENT]))
     summary = result["summary"]
     assert [r["verdict"] for r in summary["rows"]] == [r["verdict"] for r in expected["rows"]]
     assert [r["failing_layer"] for r in summary["rows"]] == [r["failing_layer"] for r in expected["rows"]]
