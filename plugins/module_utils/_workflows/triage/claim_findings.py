@@ -60,7 +60,6 @@ def _unresolved(claims, entry, evidence):
             "Create the claim, or reference a ResourceClaimTemplate (resourceClaimTemplateName) so that each "
             "pod gets its own claim.",
             ev,
-            pods=[claims.key],
         )
     if entry["status"] == "deleting":
         return finding(
@@ -70,7 +69,6 @@ def _unresolved(claims, entry, evidence):
             "ResourceClaim %s of pod %s is being deleted" % (key_of(entry["claim"]), claims.key),
             "Recreate the pod once the claim is gone (a claim made from a template is made again for the new pod).",
             ev,
-            pods=[claims.key],
         )
     if entry["template"] not in claims.templates:
         return finding(
@@ -82,7 +80,6 @@ def _unresolved(claims, entry, evidence):
             "Create the ResourceClaimTemplate %s in %s (or fix the name in spec.resourceClaims)."
             % (entry["template"], claims.ns),
             ev,
-            pods=[claims.key],
         )
     return finding(
         "dra",
@@ -93,7 +90,6 @@ def _unresolved(claims, entry, evidence):
         "kube-controller-manager's resource-claim controller makes it: check that the controller manager runs "
         "and read the pod's FailedResourceClaimCreation events.",
         ev,
-        pods=[claims.key],
     )
 
 
@@ -117,7 +113,6 @@ def _elsewhere(claims, claim, candidates, evidence):
         "or give each pod its own claim through a ResourceClaimTemplate." % (", ".join(where) or "that node"),
         dict(evidence, allocation_nodes=where, reserved_for=users, candidates=list(candidates)),
         nodes=where,
-        pods=[claims.key],
     )
 
 
@@ -145,7 +140,6 @@ def _cause(claims, cause, claim, rows, evidence, candidates):
             "The DRA driver's DeviceClass is gone: the GPU Operator re-creates it at its next reconcile (restart "
             "the gpu-operator pod to hurry it), or create it; kubectl get deviceclasses lists what exists.",
             ev,
-            pods=[claims.key],
         )
     if cause == "selectors":
         offered = {n: claims.offered(n) for n in nodes}
@@ -164,7 +158,6 @@ def _cause(claims, cause, claim, rows, evidence, candidates):
             "devices are; gpu_cluster_info lists every device with its attributes.",
             dict(ev, offered=offered),
             nodes=nodes,
-            pods=[claims.key],
         )
     if cause == "too-few":
         most = max(det["matching"] for _n, det in rows)
@@ -179,7 +172,6 @@ def _cause(claims, cause, claim, rows, evidence, candidates):
             "with its own claim (a ResourceClaimTemplate)." % most,
             dict(ev, most_matching=most),
             nodes=nodes,
-            pods=[claims.key],
         )
     if cause == "taint":
         tainted = sorted({"%s %s" % (d, ", ".join(t)) for _n, det in rows for d, t in det["tainted"].items()})
@@ -191,7 +183,6 @@ def _cause(claims, cause, claim, rows, evidence, candidates):
             device_taint_fix([t for _n, det in rows for ts in det["tainted"].values() for t in ts]),
             ev,
             nodes=nodes,
-            pods=[claims.key],
         )
     if cause == "allocated":
         holders = {d: [h["claim"] for h in hs] for _n, det in rows for d, hs in det["holders"].items()}
@@ -213,7 +204,6 @@ def _cause(claims, cause, claim, rows, evidence, candidates):
             "exists), or ask for fewer devices.",
             dict(ev, holders=holders),
             nodes=nodes,
-            pods=[claims.key],
         )
     return finding(
         "dra",
@@ -224,7 +214,6 @@ def _cause(claims, cause, claim, rows, evidence, candidates):
         "See the node findings of the dra layer.",
         ev,
         nodes=nodes,
-        pods=[claims.key],
     )
 
 
@@ -243,7 +232,6 @@ def prepare_failure(claims, node_name, plugin_evidence):
         "plugin pod and log); the pod starts once the claims are prepared." % node_name,
         dict(plugin_evidence, event=event_evidence(event)),
         nodes=[node_name],
-        pods=[claims.key],
     )
 
 
@@ -271,5 +259,4 @@ def extended_on_dra(key, requests, nodes, gpu_index):
         CLAIM_FIX % ", ".join(missing),
         {"requested": missing, "dra_nodes": dra_nodes},
         nodes=dra_nodes,
-        pods=[key],
     )

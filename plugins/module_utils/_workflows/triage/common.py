@@ -63,8 +63,9 @@ def named(objs, name):
     return next((o for o in objs or [] if name_of(o) == name), None)
 
 
-def finding(layer, reason, severity, message, fix=None, evidence=None, nodes=(), pods=()):
-    """One finding: ``layer`` (one of :data:`LAYERS`), a stable ``reason`` code, ``severity``, text and evidence."""
+def finding(layer, reason, severity, message, fix=None, evidence=None, nodes=()):
+    """One finding: ``layer`` (one of :data:`LAYERS`), a stable ``reason`` code, ``severity``, text and evidence,
+    and the ``nodes`` it is about; a pod's diagnosis names the pods it concerns (``PodDiagnosis.add``)."""
     return {
         "layer": layer,
         "reason": reason,
@@ -73,7 +74,7 @@ def finding(layer, reason, severity, message, fix=None, evidence=None, nodes=(),
         "fix": fix,
         "evidence": evidence or {},
         "nodes": sorted({n for n in nodes if n}),
-        "pods": sorted({p for p in pods if p}),
+        "pods": [],
     }
 
 

@@ -13,6 +13,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from dataclasses import dataclass
+from typing import Optional
+
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import is_true
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import (
     dra_only,
@@ -182,29 +185,33 @@ def _check_monitoring(nvml, node, monitoring):
     return []
 
 
-def node_findings(host, node, smoke=None, monitoring=None, mig_layouts=None, sandbox_events=None, dra_summary=None):
+@dataclass(frozen=True)
+class NodeEvidence:
+    """What a node is checked by besides its host's NVML view and its cluster view: ``smoke``, its smoke test's
+    result (None: not run); ``monitoring``, its DCGM evidence (None: not checked); ``mig_layouts``, the MIG layouts
+    by config name; ``sandbox_events``, operand pod name -> its sandbox failure; ``dra_summary``, gpu_cluster_info's
+    cluster-wide ``dra`` (its missing DeviceClasses fail every node using DRA); ``nri_plugin``, the ClusterPolicy's
+    NRI plugin mode (the toolkit layer is its ready toolkit pod, no runtime handler); ``expected_driver``, the driver
+    version the operator is set to for the node (the upgrade check)."""
+
+    smoke: Optional[dict] = None
+    monitoring: Optional[dict] = None
+    mig_layouts: Optional[dict] = None
+    sandbox_events: Optional[dict] = None
+    dra_summary: Optional[dict] = None
+    nri_plugin: bool = False
+    expected_driver: Optional[str] = None
+
+
+def node_findings(host, node, evidence=NodeEvidence()):
     """Every finding of one host and its node, in check order (see :data:`CHECKS`)."""
-    return node_checks(host, node, smoke, monitoring, mig_layouts, sandbox_events, dra_summary)[1]
+    return node_checks(host, node, evidence)[1]
 
 
-def node_checks(
-    host,
-    node,
-    smoke=None,
-    monitoring=None,
-    mig_layouts=None,
-    sandbox_events=None,
-    dra_summary=None,
-    nri_plugin=False,
-    expected_driver=None,
-):
-    """``(checks, findings)``: the outcome of each check by name (pass/fail/skipped) and the findings.
-
-    A node in DRA mode (:func:`~node_judgement.dra_only`) runs the DRA checks instead of the allocatable one, a
-    node in both modes runs both; ``dra_summary`` is gpu_cluster_info's cluster-wide ``dra`` (its missing
-    DeviceClasses fail every node using DRA); ``nri_plugin``: the ClusterPolicy's NRI plugin mode (the toolkit layer
-    is its ready toolkit pod, no runtime handler); ``expected_driver``: the driver version the operator is set to for
-    the node (the upgrade check)."""
+def node_checks(host, node, evidence=NodeEvidence()):
+    """``(checks, findings)``: the outcome of each check by name (pass/fail/skipped) and the findings, judged by
+    ``evidence`` (:class:`NodeEvidence`). A node in DRA mode (:func:`~node_judgement.dra_only`) runs the DRA checks
+    instead of the allocatable one, a node in both modes runs both."""
     nvml = host.get("nvidia_gpu") or {}
     outcome = {}
     findings = []
@@ -219,20 +226,22 @@ def node_checks(
         for name, _unused in CHECKS[2:]:
             outcome[name] = SKIP
         return outcome, findings
-    record("upgrade", check_upgrade(node, expected_driver))
+    record("upgrade", check_upgrade(node, evidence.expected_driver))
     in_dra = uses_dra(node)
     record("labels", _check_labels(node, DRA_REQUIRED_LABELS if dra_only(node) else REQUIRED_LABELS))
     if dra_only(node):
         outcome["allocatable"] = SKIP
     else:
         record("allocatable", _check_allocatable(nvml, node), ran=bool(nvml.get("available")) and not mig_enabled(node))
-    record("operands", check_operands(node, sandbox_events, nri_plugin))
-    for name, found in dra_checks(nvml, node, dra_summary) if in_dra else [(c, []) for c, _codes in CHECK_CODES]:
+    record("operands", check_operands(node, evidence.sandbox_events, evidence.nri_plugin))
+    for name, found in (
+        dra_checks(nvml, node, evidence.dra_summary) if in_dra else [(c, []) for c, _codes in CHECK_CODES]
+    ):
         record(name, found, ran=in_dra)
-    record("mig", check_mig(nvml, node, mig_layouts, advertised=not dra_only(node)), ran=mig_enabled(node))
-    record("smoke", _check_smoke(smoke), ran=smoke is not None)
-    record("monitoring", _check_monitoring(nvml, node, monitoring), ran=monitoring is not None)
-    health = _check_gpu_health(nvml, monitoring)
+    record("mig", check_mig(nvml, node, evidence.mig_layouts, advertised=not dra_only(node)), ran=mig_enabled(node))
+    record("smoke", _check_smoke(evidence.smoke), ran=evidence.smoke is not None)
+    record("monitoring", _check_monitoring(nvml, node, evidence.monitoring), ran=evidence.monitoring is not None)
+    health = _check_gpu_health(nvml, evidence.monitoring)
     if health:
         findings.extend(health)
         for f in health:

@@ -37,7 +37,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quara
     quarantine_fix,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers import merged_routes
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.checks import node_checks
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.checks import (
+    NodeEvidence,
+    node_checks,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.inputs import (
     endpoints_by_node,
     prometheus_by_node,
@@ -137,17 +140,16 @@ def fleet_summary(hosts, nodes, inputs=FleetInputs()):
         nvml = host.get("nvidia_gpu") or {}
         mon = None if per_node_monitoring is None else per_node_monitoring.get(node_name, empty)
         smoke_result = None if smoke is None else smoke.get(node_name, {"status": "failed", "reason": "not run"})
-        checks, findings = node_checks(
-            host,
-            node,
-            smoke_result,
-            mon,
-            inputs.mig_layouts,
-            events,
-            inputs.dra,
-            nri_plugin,
-            (inputs.driver_targets or {}).get(node_name),
+        evidence = NodeEvidence(
+            smoke=smoke_result,
+            monitoring=mon,
+            mig_layouts=inputs.mig_layouts,
+            sandbox_events=events,
+            dra_summary=inputs.dra,
+            nri_plugin=nri_plugin,
+            expected_driver=(inputs.driver_targets or {}).get(node_name),
         )
+        checks, findings = node_checks(host, node, evidence)
         quarantine = (node or {}).get("quarantine") or []
         verdict, layer, evidence = _verdict(findings, quarantine)
         rows.append(

@@ -1,6 +1,7 @@
 """Specs for GPU node validation: host facts joined with the cluster view, checks in order, lowest failing layer."""
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.checks import (
+    NodeEvidence,
     node_checks,
     node_findings,
 )
@@ -111,8 +112,7 @@ def test_a_healthy_node_whose_allocatable_matches_nvml_has_no_findings():
     checks, findings = node_checks(
         host(nvml()),
         node(operands=exporter),
-        smoke={"status": "passed"},
-        monitoring={"source": "endpoints", "service": True, "endpoint": True},
+        NodeEvidence(smoke={"status": "passed"}, monitoring={"source": "endpoints", "service": True, "endpoint": True}),
     )
     assert findings == []
     assert set(checks.values()) == {"pass", "skipped"} and checks["smoke"] == checks["monitoring"] == "pass"
@@ -192,7 +192,7 @@ def test_in_nri_plugin_mode_a_stuck_operand_sandbox_points_at_the_nri_plugin_not
     stuck = {"name": "nvidia-device-plugin-daemonset-x", "ready": False, "waiting_reason": "ContainerCreating"}
     (handler,) = node_findings(host(nvml()), node(operands={"device-plugin": stuck}))
     assert "nvidia runtime handler" in handler["fix"]
-    _checks, (nri,) = node_checks(host(nvml()), node(operands={"device-plugin": stuck}), nri_plugin=True)
+    _checks, (nri,) = node_checks(host(nvml()), node(operands={"device-plugin": stuck}), NodeEvidence(nri_plugin=True))
     assert (nri["check"], nri["layer"]) == ("operands", "toolkit")
     assert "NRI plugin" in nri["fix"] and "nri_enabled" in nri["fix"] and "nvidia runtime handler" not in nri["fix"]
 
@@ -201,7 +201,7 @@ def test_in_nri_plugin_mode_a_node_without_its_toolkit_pod_fails_at_the_toolkit_
     n = node(operands={})
     del n["operands"]["container-toolkit"]
     n["operands_missing"] = ["container-toolkit"]
-    _checks, findings = node_checks(host(nvml()), n, nri_plugin=True)
+    _checks, findings = node_checks(host(nvml()), n, NodeEvidence(nri_plugin=True))
     assert layers(findings) == ["toolkit"]
 
 
@@ -276,13 +276,13 @@ def test_mig_resources_that_do_not_match_the_layout_are_a_mig_finding():
 
 def test_a_pending_smoke_pod_is_a_scheduling_finding_quoting_the_scheduler():
     smoke = {"status": "pending", "pod": "p", "reason": "0/5 nodes are available: 1 Insufficient nvidia.com/gpu."}
-    findings = node_findings(host(nvml()), node(), smoke=smoke)
+    findings = node_findings(host(nvml()), node(), NodeEvidence(smoke=smoke))
     assert layers(findings) == ["scheduling"] and "Insufficient nvidia.com/gpu" in findings[0]["evidence"]
 
 
 def test_a_failed_smoke_pod_is_a_workload_finding_with_the_last_log_line():
     smoke = {"status": "failed", "pod": "p", "reason": "exit code 1: Error", "logs": "start\nCUDA error: no device\n"}
-    findings = node_findings(host(nvml()), node(), smoke=smoke)
+    findings = node_findings(host(nvml()), node(), NodeEvidence(smoke=smoke))
     assert layers(findings) == ["workload"] and "CUDA error: no device" in findings[0]["evidence"]
 
 

@@ -2,7 +2,10 @@
 its published GPUs against NVML (count and UUIDs) and device taints, each named at layer dra; a node in
 extended-resource mode keeps the allocatable check, and a mixed fleet is judged in one run."""
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.checks import node_checks
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.checks import (
+    NodeEvidence,
+    node_checks,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import (
     FleetInputs,
     fleet_summary,
@@ -64,7 +67,7 @@ def dra_node(devices=None, pools=None, plugin_ready=True, plugin=None, mode=None
 
 
 def judge(node, dra_summary=None, facts=None):
-    return node_checks({"node_name": "n", "nvidia_gpu": facts or nvml()}, node, dra_summary=dra_summary)
+    return node_checks({"node_name": "n", "nvidia_gpu": facts or nvml()}, node, NodeEvidence(dra_summary=dra_summary))
 
 
 def test_a_healthy_dra_node_passes_every_dra_check_and_skips_the_allocatable_one():
