@@ -120,3 +120,37 @@ def chromium(*args, tmp):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc
+
+
+def bed_inventory(state_dir, dest: Path) -> Path:
+    """The test bed's inventory (``python -m tests.sim inventory``) written to ``dest``."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.sim", "inventory", "--state-dir", str(state_dir)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    dest.write_text(proc.stdout)
+    return dest
+
+
+def run_playbook(inventory, playbook, extra, env, *options, timeout=900):
+    """``ansible-playbook -i inventory playbook -e extra [options]`` from the checkout; the finished process."""
+    return subprocess.run(
+        [
+            str(Path(sys.executable).parent / "ansible-playbook"),
+            "-i",
+            str(inventory),
+            str(playbook),
+            "-e",
+            json.dumps(extra),
+            *options,
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )

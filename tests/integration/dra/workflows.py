@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.integration.helpers import collection_env
+from tests.integration.helpers import bed_inventory, collection_env, run_playbook
 
 ROOT = Path(__file__).resolve().parents[3]
 LIB = ROOT / "build" / "nvml" / "libnvidia-ml.so.1"
@@ -22,35 +21,12 @@ class Workflows:
     def __init__(self, dra, work: Path):
         subprocess.run(["make", "-s", "-C", str(ROOT / "tests" / "sim" / "nvml")], check=True)
         self.work = work
-        inv = subprocess.run(
-            [sys.executable, "-m", "tests.sim", "inventory", "--state-dir", str(dra.bed.state_dir)],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        self.inventory = work / "inventory.yml"
-        self.inventory.write_text(inv.stdout)
+        self.inventory = bed_inventory(dra.bed.state_dir, work / "inventory.yml")
         self.env = collection_env(work)
         self.env.pop("LD_LIBRARY_PATH", None)  # the NVML library comes from gpu_nvml_library only
 
     def _play(self, playbook, extra):
-        proc = subprocess.run(
-            [
-                str(Path(sys.executable).parent / "ansible-playbook"),
-                "-i",
-                str(self.inventory),
-                str(playbook),
-                "-e",
-                json.dumps(extra),
-            ],
-            cwd=ROOT,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=600,
-        )
+        proc = run_playbook(self.inventory, playbook, extra, self.env, timeout=600)
         assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
 
     def audit(self, name):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.integration.helpers import bed_inventory, run_playbook
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 COLLECTIONS = REPO_ROOT / "build" / "collections"
@@ -19,15 +19,7 @@ class Validate:
 
     def __init__(self, bed, workdir: Path):
         self.bed, self.workdir = bed, workdir
-        self.inventory = workdir / "inventory.yml"
-        proc = subprocess.run(
-            [sys.executable, "-m", "tests.sim", "inventory", "--state-dir", str(bed.state_dir)],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        self.inventory.write_text(proc.stdout)
+        self.inventory = bed_inventory(bed.state_dir, workdir / "inventory.yml")
         self.runs = 0
 
     def run(self, check=False, **extra_vars):
@@ -43,23 +35,7 @@ class Validate:
             ANSIBLE_FORCE_COLOR="0",
             ANSIBLE_NOCOLOR="1",
         )
-        proc = subprocess.run(
-            [
-                str(Path(sys.executable).parent / "ansible-playbook"),
-                "-i",
-                str(self.inventory),
-                str(PLAY),
-                "-e",
-                json.dumps(extra),
-                *(["--check"] if check else []),
-            ],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=900,
-            check=False,
-        )
+        proc = run_playbook(self.inventory, PLAY, extra, env, *(["--check"] if check else []))
         report = report_dir / "gpu-validate.json"
         data = json.loads(report.read_text()) if report.exists() else None
         # the versioned report ({kind, schema_version, generated_at, report}): the summary is its `report`
