@@ -179,8 +179,9 @@ findings:
     - Every finding, ordered by layer, then severity (V(error), V(warning), V(info)), then the walk's order.
     - Keys C(layer); C(reason) (stable code - for example C(DriverCrashLoop), C(DriverImagePull), C(DriverPodMissing),
       C(NodeNotReady), C(GPUNotPresent), C(ToolkitNotReady), C(RuntimeNotConfigured), C(ValidatorFailing),
-      C(DevicePluginMissing), C(DevicePluginNotReady), C(DevicePluginNotAdvertising), C(UnhealthyGPUs),
-      C(DraPluginNotReady), C(DraPluginMissing), C(NoResourceSlice), C(PoolIncomplete), C(DeviceTainted),
+      C(DevicePluginMissing), C(DevicePluginNotReady), C(DevicePluginNotAdvertising), C(AdvertisedNotAsNVML),
+      C(UnhealthyGPUs), C(DraPluginNotReady), C(DraPluginMissing), C(NoResourceSlice), C(PoolIncomplete),
+      C(StaleSlices), C(DevicesNotAsNVML), C(DeviceTainted),
       C(ClaimTemplateNotFound), C(ClaimNotCreated), C(ClaimNotFound), C(ClaimBeingDeleted), C(DeviceClassMissing),
       C(DeviceTaintNotTolerated), C(NoDevicesOnNodes), C(PrepareFailed), C(ClaimAllocatedElsewhere),
       C(NoMatchingDevice), C(DevicesAllocated), C(ExtendedResourceOnDRA),
