@@ -159,8 +159,8 @@ target:
 first_failing_layer:
   description:
     - The first layer, in walk order, with an C(error) finding; null when nothing blocks.
-    - One of V(driver), V(node), V(toolkit), V(device-plugin), V(dra), V(gpu-health), V(scheduling), V(quota),
-      V(preemption), V(queue) -
+    - One of V(driver), V(node), V(toolkit), V(device-plugin), V(dra), V(gpu-health), V(mig), V(scheduling),
+      V(quota), V(preemption), V(queue), V(workload), V(monitoring) -
       the layer names of the C(gpuops.gpu_operator.gpu_validate) role and the other reports.
   returned: always
   type: str
@@ -178,7 +178,9 @@ findings:
   description:
     - Every finding, ordered by layer, then severity (V(error), V(warning), V(info)), then the walk's order.
     - Keys C(layer); C(reason) (stable code - for example C(DriverCrashLoop), C(DriverImagePull), C(DriverPodMissing),
-      C(NodeNotReady), C(GPUNotPresent), C(ToolkitNotReady), C(RuntimeNotConfigured), C(ValidatorFailing),
+      C(DriverNotReady), C(NVMLUnavailable), C(NodeNotReady), C(GPUNotPresent), C(GPULabelsMissing),
+      C(ToolkitNotReady), C(RuntimeNotConfigured), C(SandboxNotCreated), C(ValidatorFailing), C(OperandNotReady),
+      C(OperandMissing),
       C(DevicePluginMissing), C(DevicePluginNotReady), C(DevicePluginNotAdvertising), C(AdvertisedNotAsNVML),
       C(UnhealthyGPUs), C(DraPluginNotReady), C(DraPluginMissing), C(NoResourceSlice), C(PoolIncomplete),
       C(StaleSlices), C(DevicesNotAsNVML), C(DeviceTainted),

@@ -12,64 +12,63 @@ The input is the cluster's view of the node (``cluster_view.node_view``) and, wh
 of its host (``nvidia_gpu_facts``: ``available``, ``gpu_count``, ``gpus[].uuid``). The output is the node's
 findings of the layers judged here, lowest layer first, each ``{layer, code, severity, message, fix, details}``:
 the workflows add only what is theirs (validate its check name, triage the node and pods it is about, audit the
-row). Judged here: the ``node`` layer (Ready); on a node that uses the device plugin, the ``device-plugin`` layer
-(GPUs advertised at all, and as many as NVML counts) and ``gpu-health`` (GPUs the plugin marks unhealthy); on a node
-that uses DRA, the ``dra`` layer (kubelet plugin, ResourceSlices and pool generations, DeviceClasses, the published
-devices against NVML, device taints).
+row). Judged here, lowest layer first: NVML on the host and the operator's ``gpu.present`` label (``driver``); the
+node is Ready (``node``); gpu-feature-discovery's labels and, on a node that uses the device plugin, GPUs advertised
+at all and as many as NVML counts (``device-plugin``) and GPUs the plugin marks unhealthy (``gpu-health``); the
+operand pods (``operand_judgement``: driver, toolkit, validator, the others); on a node that uses DRA, the kubelet
+plugin, ResourceSlices and pool generations, DeviceClasses, the published devices against NVML and device taints
+(``dra``).
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
     GPU_NODE_LABELS,
     GPU_RESOURCE,
     MIG_RESOURCE_PREFIX,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import PLUGIN_COMPONENT, blocking
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import is_true, taint_text
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers import layer_rank
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import is_true
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.dra_judgement import (
+    dra_only,
+    judge_dra,
+    uses_dra,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.operand_judgement import (
+    judge_operands,
+    judged,
+    node_subject,
+)
 
-#: Codes a pod's own claims judge for the pod: whether the DeviceClass it asks for is the missing one, whether a
-#: tainted device is one it needs (a node's judgement names them whatever the pod asks for).
-CLAIM_JUDGED_CODES = ("DeviceClassMissing", "DeviceTainted")
+#: Codes a pod's own requests judge for the pod: whether the DeviceClass its claims ask for is the missing one,
+#: whether a tainted device is one they need, whether its node selectors need a label gpu-feature-discovery did not
+#: write (a node's judgement names them whatever the pod asks for).
+POD_JUDGED_CODES = ("DeviceClassMissing", "DeviceTainted", "GPULabelsMissing")
 #: Codes of a node that still serves part of its GPUs: an error of the node, a warning for a pod that may fit on
 #: the rest.
 DEGRADED_CODES = ("UnhealthyGPUs",)
 
 
-def judged(layer, code, message, fix, details=None, severity="error"):
-    """One finding of the node's judgement: its ``layer``, a stable ``code``, the text and the fix."""
-    return {
-        "layer": layer,
-        "code": code,
-        "severity": severity,
-        "message": message,
-        "fix": fix,
-        "details": details or {},
-    }
-
-
+@dataclass(frozen=True)
 class Context:
     """What the judgement needs beyond one node: ``classes_missing``, the DeviceClasses of the driver that do not
     exist (cluster-wide); ``namespace``, the operator's namespace (named in fixes); ``pod_details``, a function
     from an operand pod summary to the evidence a workflow shows of it (default: the summary); ``xid_events``, the
-    node's events that name an Xid (evidence of unhealthy GPUs)."""
+    node's events that name an Xid (evidence of unhealthy GPUs); ``sandbox_failures``, operand pod name -> why its
+    sandbox cannot be created; ``nri_plugin``, the ClusterPolicy's NRI plugin mode (the toolkit's NRI plugin, no
+    runtime handler)."""
 
-    def __init__(self, classes_missing=(), namespace=None, pod_details=None, xid_events=()):
-        self.classes_missing = tuple(classes_missing or ())
-        self.namespace = namespace or "the operator namespace"
-        self.pod_details = pod_details or dict
-        self.xid_events = list(xid_events)
-
-
-def dra_only(view):
-    """True when the node's GPUs reach pods through DRA only: it publishes DRA devices and advertises no extended
-    resource, or it runs (or is labelled to run) the DRA kubelet plugin and advertises none."""
-    mode = view.get("mode")
-    return mode == "dra" or (mode == "none" and bool((view.get("dra") or {}).get("expected")))
+    classes_missing: Sequence[str] = ()
+    namespace: str = "the operator namespace"
+    pod_details: Callable[[dict], dict] = dict
+    xid_events: Sequence[dict] = ()
+    sandbox_failures: Mapping[str, str] = field(default_factory=dict)
+    nri_plugin: bool = False
 
 
 def mig_enabled(view):
@@ -78,70 +77,81 @@ def mig_enabled(view):
     return bool(mig.get("capable")) and mig.get("config") not in (None, "", "all-disabled")
 
 
-def uses_dra(view):
-    """True when the node's ``dra`` layer is judged: DRA only, or both DRA devices and extended resources."""
-    return view.get("mode") == "both" or dra_only(view)
-
-
-def published_gpus(devices):
-    """``{uuid: [device name, ...]}`` of the physical GPUs the devices stand for (a MIG device for its parent)."""
-    out = {}
-    for d in devices:
-        uuid = d.get("parent_uuid") if d.get("type") == "mig" else d.get("uuid")
-        if uuid:
-            out.setdefault(uuid, []).append(d.get("name"))
-    return out
-
-
-def published_against_nvml(devices, uuids):
-    """``(published, not_published, unknown)``: the GPUs the devices stand for (:func:`published_gpus`), the NVML
-    GPU ``uuids`` no device stands for, and the published UUIDs NVML does not know (both sorted)."""
-    published = published_gpus(devices)
-    return published, sorted(u for u in uuids if u not in published), sorted(u for u in published if u not in uuids)
-
-
-def device_taint_fix(taints):
-    """The fix for DRA device taints ``taints`` (``key[=value]:effect`` texts, see :func:`taint_text`), built from the
-    taints themselves: service the GPU so that whoever set them removes them, or tolerate each in the request."""
-    tolerations = []
-    for text in sorted(set(taints)):
-        rest, _sep, effect = text.rpartition(":")
-        key, has_value, value = rest.partition("=")
-        tolerations.append(
-            "{key: %s, operator: %s%s, effect: %s}"
-            % (key, "Equal" if has_value else "Exists", ", value: %s" % json.dumps(value) if has_value else "", effect)
-        )
-    many = len(tolerations) > 1
-    return (
-        "The device taint%s %s take%s the device out of use for claims that do not tolerate %s (the DRA driver or "
-        "an admin set %s - its timeAdded is in the ResourceSlice): service the GPU so that the taint is removed, or, "
-        "to use it anyway, add to the request spec.devices.requests[].exactly.tolerations: [%s]."
-        % (
-            "s" if many else "",
-            ", ".join(sorted(set(taints))),
-            "" if many else "s",
-            "them" if many else "it",
-            "them" if many else "it",
-            ", ".join(tolerations),
-        )
-    )
-
-
-def _subject(view):
-    """``node NAME`` (``the node`` for a view without a name)."""
-    return "node %s" % view["name"] if view.get("name") else "the node"
+REQUIRED_LABELS = ("nvidia.com/gpu.present", "nvidia.com/gpu.product", "nvidia.com/gpu.count")
+DRA_REQUIRED_LABELS = REQUIRED_LABELS[:1]
 
 
 def judge_node(view, nvml=None, context=None):
-    """The findings of the node layers judged here, lowest layer first; ``nvml``: the host's NVML facts (None: not
-    known, so nothing is compared with them)."""
+    """The findings of the node's layers judged here, lowest layer first (in judging order within a layer);
+    ``nvml``: the host's NVML facts (None: not known, so nothing is compared with them)."""
     context = context or Context()
-    out = judge_ready(view)
+    out = judge_nvml(nvml) + judge_labels(view) + judge_ready(view)
     if not dra_only(view):
         out.extend(judge_devices(view, nvml, context))
+    out.extend(judge_operands(view, context))
     if uses_dra(view):
         out.extend(judge_dra(view, nvml, context))
-    return out
+    return sorted(out, key=lambda f: layer_rank(f["layer"]))
+
+
+def is_gpu_view(view):
+    """True for the view of a GPU node: a GPU label (the operator's, NFD's PCI vendor 10de) or GPUs advertised."""
+    labels = view.get("labels") or {}
+    capacity = view.get("capacity") or view.get("allocatable") or {}
+    return bool(
+        any(is_true(labels.get(k)) for k in GPU_NODE_LABELS)
+        or labels.get("nvidia.com/gpu.count")
+        or any(_int(v) for k, v in capacity.items() if k == GPU_RESOURCE or k.startswith(MIG_RESOURCE_PREFIX))
+    )
+
+
+def judge_nvml(nvml):
+    """``driver`` layer, from the host: NVML answers (None: its facts were not gathered, nothing judged)."""
+    if nvml is None or nvml.get("available"):
+        return []
+    return [
+        judged(
+            "driver",
+            "NVMLUnavailable",
+            "NVML unavailable on the host: %s" % nvml.get("reason"),
+            nvml.get("hint") or "Check that the NVIDIA driver is loaded on the host.",
+            {"reason": nvml.get("reason")},
+        )
+    ]
+
+
+def judge_labels(view):
+    """The operator's and gpu-feature-discovery's labels: ``nvidia.com/gpu.present=false`` is the operator saying
+    that the GPUs are gone (``driver``); a label the device plugin's mode needs missing (``device-plugin``)."""
+    labels = view.get("labels") or {}
+    present = labels.get("nvidia.com/gpu.present")
+    if present is not None and not is_true(present):
+        return [
+            judged(
+                "driver",
+                "GPUNotPresent",
+                "%s has nvidia.com/gpu.present=%s: the operator no longer sees its GPUs"
+                % (node_subject(view), present),
+                "Check the GPUs on the host (lspci -d 10de:, dmesg for Xid/fallen off the bus) and reboot or service "
+                "the node.",
+                {"labels": labels},
+            )
+        ]
+    if not is_gpu_view(view):
+        return []
+    required = DRA_REQUIRED_LABELS if dra_only(view) else REQUIRED_LABELS
+    missing = [k for k in required if not labels.get(k)]
+    if not missing:
+        return []
+    return [
+        judged(
+            "device-plugin",
+            "GPULabelsMissing",
+            "GPU labels missing on %s: %s" % (node_subject(view), ", ".join(missing)),
+            "Check the gpu-feature-discovery pod on this node (it writes the nvidia.com/gpu.* labels).",
+            {"labels": labels},
+        )
+    ]
 
 
 def judge_ready(view):
@@ -153,7 +163,7 @@ def judge_ready(view):
         judged(
             "node",
             "NodeNotReady",
-            "%s is NotReady (%s: %s)" % (_subject(view), cond.get("reason"), cond.get("message")),
+            "%s is NotReady (%s: %s)" % (node_subject(view), cond.get("reason"), cond.get("message")),
             "Bring the kubelet back (journalctl -u kubelet on the node; its container runtime and its network to the "
             "API server): nothing schedules on a NotReady node.",
             {"condition": cond},
@@ -188,21 +198,34 @@ def judge_devices(view, nvml=None, context=None):
     plugin = (view.get("operands") or {}).get("device-plugin")
     if plugin is not None:
         details.update(device_plugin_pod=plugin.get("name"), device_plugin_ready=plugin.get("ready"))
-    labels = view.get("labels") or {}
-    if not (advertised or details["gpu_count_label"] or any(is_true(labels.get(k)) for k in GPU_NODE_LABELS)):
+    if not is_gpu_view(view):
         return []  # not a GPU node: nothing to advertise
     if advertised == 0:
         return [_not_advertising(view, nvml, context, details)]
+    # a plugin pod waiting for its sandbox is the toolkit layer's (operand_judgement)
+    if plugin is not None and not plugin.get("ready") and plugin.get("waiting_reason") != "ContainerCreating":
+        return [
+            judged(
+                "device-plugin",
+                "DevicePluginNotReady",
+                "device plugin pod %s on %s is not Ready (%s): the GPUs it advertised before stay, new ones and health "
+                "changes are not reported"
+                % (plugin.get("name"), node_subject(view), plugin.get("waiting_reason") or plugin.get("phase")),
+                "Read its log (kubectl logs -n %s %s --previous); it waits for the driver and toolkit."
+                % (context.namespace, plugin.get("name")),
+                details,
+            )
+        ]
     if mig_enabled(view):
         return []  # the MIG layout decides what is advertised (the mig layer)
     if alloc_gpu < cap_gpu:
-        details["events"] = context.xid_events[-3:]
+        details["events"] = list(context.xid_events)[-3:]
         return [
             judged(
                 "gpu-health",
                 "UnhealthyGPUs",
                 "%s advertises nvidia.com/gpu capacity %d but allocatable %d: the device plugin marks %d GPU(s) "
-                "unhealthy" % (_subject(view), cap_gpu, alloc_gpu, cap_gpu - alloc_gpu),
+                "unhealthy" % (node_subject(view), cap_gpu, alloc_gpu, cap_gpu - alloc_gpu),
                 "Look for Xid errors (node events, dmesg, DCGM_FI_DEV_XID_ERRORS); Xid 79 (fallen off the bus) needs "
                 "a reset or reboot: drain the node and reset or replace the GPU.",
                 details,
@@ -220,7 +243,7 @@ def judge_devices(view, nvml=None, context=None):
             "AdvertisedNotAsNVML",
             "%s advertises nvidia.com/gpu=%d but NVML counts %s GPUs%s"
             % (
-                _subject(view),
+                node_subject(view),
                 cap_gpu,
                 nvml.get("gpu_count"),
                 " (%d replicas each)" % replicas if expected != nvml.get("gpu_count") else "",
@@ -236,7 +259,10 @@ def _not_advertising(view, nvml, context, details):
     counted = (nvml or {}).get("gpu_count") if nvml is not None else (view.get("gpu") or {}).get("count")
     counted_by = "NVML" if nvml is not None else "GFD"
     if plugin is None and (view.get("deploy") or {}).get("device-plugin") == "true":
-        code, message = "DevicePluginMissing", "no device plugin pod on %s, so no GPU is advertised" % _subject(view)
+        code, message = (
+            "DevicePluginMissing",
+            "no device plugin pod on %s, so no GPU is advertised" % node_subject(view),
+        )
         fix = (
             "Check the device plugin DaemonSet in %s (nodeSelector nvidia.com/gpu.deploy.device-plugin=true, "
             "tolerations for the node's taints)." % context.namespace
@@ -246,14 +272,14 @@ def _not_advertising(view, nvml, context, details):
         code = "DevicePluginNotReady"
         message = "device plugin pod %s on %s is not Ready (%s), so no GPU is advertised" % (
             plugin,
-            _subject(view),
+            node_subject(view),
             pod.get("waiting_reason") or pod.get("phase"),
         )
         fix = "The device plugin waits for the driver and toolkit: fix the lower layers first, then read its log."
     else:
         code = "DevicePluginNotAdvertising"
         message = "%s advertises nvidia.com/gpu=0%s" % (
-            _subject(view),
+            node_subject(view),
             " but %s counts %s GPUs" % (counted_by, counted) if counted else "",
         )
         fix = (
@@ -262,173 +288,3 @@ def _not_advertising(view, nvml, context, details):
             % (context.namespace, plugin or "<device plugin pod>")
         )
     return judged("device-plugin", code, message, fix, details)
-
-
-def judge_dra(view, nvml=None, context=None):
-    """The ``dra`` layer of a node that uses DRA (:func:`uses_dra`), in the order a claim needs it: the kubelet
-    plugin, the ResourceSlices and DeviceClasses, the published devices against NVML, device taints."""
-    context = context or Context()
-    return (
-        _plugin(view, context)
-        + _slices(view)
-        + _classes(context)
-        + (_devices(view, nvml) if nvml is not None else [])
-        + _taints(view)
-    )
-
-
-def _plugin(view, context):
-    dra = view.get("dra") or {}
-    if dra.get("plugin_ready"):
-        return []
-    pod = (view.get("operands") or {}).get(PLUGIN_COMPONENT)
-    if pod is None:
-        return [
-            judged(
-                "dra",
-                "DraPluginMissing",
-                "no DRA kubelet plugin pod (%s) runs on %s: claims allocated there cannot be prepared"
-                % (PLUGIN_COMPONENT, _subject(view)),
-                "Check the nvidia-dra-driver-kubelet-plugin DaemonSet in %s (its nodeSelector "
-                "nvidia.com/gpu.deploy.dra-driver=true, tolerations for the node's taints) and the GPUCluster's "
-                "draDriver." % context.namespace,
-                {"deploy_labels": view.get("deploy") or {}, "taints": view.get("taints") or []},
-            )
-        ]
-    why = pod.get("waiting_reason") or pod.get("last_termination_reason") or pod.get("phase")
-    message = "DRA kubelet plugin pod %s is not ready (%s, %s restarts)" % (pod.get("name"), why, pod.get("restarts"))
-    if pod.get("last_termination_message"):
-        message += "; last termination: %s" % pod["last_termination_message"]
-    return [
-        judged(
-            "dra",
-            "DraPluginNotReady",
-            message + ": claims allocated on this node cannot be prepared, their pods stay ContainerCreating "
-            "(FailedPrepareDynamicResources)",
-            "Read its log (kubectl logs -n %s %s --previous): the plugin needs the NVIDIA driver loaded (NVML) and "
-            "CDI; fix the driver layer first, then delete the pod so that its DaemonSet restarts it."
-            % (context.namespace, pod.get("name")),
-            context.pod_details(pod),
-        )
-    ]
-
-
-def _pool_details(dra):
-    return {
-        "pools": dra.get("pools") or [],
-        "devices_total": dra.get("devices_total"),
-        "plugin_pod": dra.get("plugin_pod"),
-        "plugin_ready": dra.get("plugin_ready"),
-    }
-
-
-def _slices(view):
-    dra = view.get("dra") or {}
-    pools = dra.get("pools") or []
-    restart = "restart its kubelet plugin on %s (delete the pod) so that it publishes a complete new generation" % (
-        _subject(view)
-    )
-    if not pools:
-        return [
-            judged(
-                "dra",
-                "NoResourceSlice",
-                "no ResourceSlice of driver %s for %s: it offers no device to claims"
-                % (dra.get("driver"), _subject(view)),
-                "The kubelet plugin publishes the node's devices once it has registered: read its log; deleting the "
-                "plugin pod makes it start over and publish again.",
-                _pool_details(dra),
-            )
-        ]
-    out = []
-    for pool in pools:
-        slices = pool.get("slices") or []
-        if not pool.get("complete"):
-            out.append(
-                judged(
-                    "dra",
-                    "PoolIncomplete",
-                    "pool %s is incomplete: generation %s announces %s slice(s), %d exist (%s); the scheduler "
-                    "allocates nothing from it"
-                    % (
-                        pool.get("name"),
-                        pool.get("generation"),
-                        pool.get("resource_slice_count"),
-                        len(slices),
-                        ", ".join(slices),
-                    ),
-                    "The driver stopped half-way through publishing: %s." % restart,
-                    _pool_details(dra),
-                )
-            )
-        if pool.get("stale_slices"):
-            out.append(
-                judged(
-                    "dra",
-                    "StaleSlices",
-                    "pool %s has slice(s) older than generation %s: %s"
-                    % (pool.get("name"), pool.get("generation"), ", ".join(pool["stale_slices"])),
-                    "Slices of an older generation are left over by a plugin that restarted mid-update: %s." % restart,
-                    _pool_details(dra),
-                )
-            )
-    return out
-
-
-def _classes(context):
-    return [
-        judged(
-            "dra",
-            "DeviceClassMissing",
-            "DeviceClass %s does not exist: claims for it stay Pending" % name,
-            "Check the GPUCluster's status: the operator creates the driver's DeviceClasses.",
-            {"device_class": name},
-        )
-        for name in context.classes_missing
-    ]
-
-
-def _devices(view, nvml):
-    """The published devices stand for exactly the GPUs NVML counts on the host, by UUID (when NVML answered and a
-    complete pool exists: otherwise the driver or the slices are the finding)."""
-    dra = view.get("dra") or {}
-    if not nvml.get("available") or not any(p.get("complete") for p in dra.get("pools") or []):
-        return []
-    uuids = [g.get("uuid") for g in nvml.get("gpus") or [] if g.get("uuid")]
-    published, missing, unknown = published_against_nvml(dra.get("devices") or [], uuids)
-    count = nvml.get("gpu_count") or 0
-    if len(published) == count and not missing and not unknown:
-        return []
-    message = "the node's ResourceSlices publish %d GPU(s), NVML counts %d" % (len(published), count)
-    if missing:
-        message += "; not published: %s" % ", ".join(missing)
-    if unknown:
-        message += "; published but not on the host: %s" % ", ".join(unknown)
-    return [
-        judged(
-            "dra",
-            "DevicesNotAsNVML",
-            message,
-            "Check the GPUs the DRA kubelet plugin found (its log) against nvidia-smi -L on the host; a lost GPU "
-            "(Xid 79) is not published.",
-            {"published": len(published), "nvml_gpu_count": count, "not_published": missing, "unknown": unknown},
-        )
-    ]
-
-
-def _taints(view):
-    devices = (view.get("dra") or {}).get("devices") or []
-    tainted = [(d.get("name"), t) for d in devices for t in blocking(d.get("taints") or [])]
-    if not tainted:
-        return []
-    texts = [taint_text(t) for _name, t in tainted]
-    return [
-        judged(
-            "dra",
-            "DeviceTainted",
-            "%d device(s) on %s are tainted, and only claims that tolerate the taint get them: %s"
-            % (len(tainted), _subject(view), ", ".join("%s %s" % (d, taint_text(t)) for d, t in tainted)),
-            device_taint_fix(texts),
-            {"tainted": [{"device": d, "taint": t} for d, t in tainted]},
-        )
-    ]

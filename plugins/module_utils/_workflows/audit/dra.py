@@ -21,7 +21,7 @@ __metaclass__ = type
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import blocking
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.text import natural_key
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.compat import version_tuple
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.dra_judgement import (
     published_against_nvml,
     published_gpus,
     uses_dra,

@@ -82,7 +82,7 @@ def judgement(node, nvml, cluster_result):
     code, severity, message, fix}``; ``nvml``: its host's NVML facts (None: not gathered, nothing compared)."""
     if node is None:
         return {"failing_layer": None, "findings": []}
-    context = Context(classes_missing=(cluster_result.get("dra") or {}).get("device_classes_missing"))
+    context = Context(classes_missing=(cluster_result.get("dra") or {}).get("device_classes_missing") or ())
     found = [{k: j[k] for k in JUDGED_KEYS} for j in judge_node(node, nvml, context)]
     errors = [f["layer"] for f in found if f["severity"] == "error"]
     return {"failing_layer": errors[0] if errors else None, "findings": found}

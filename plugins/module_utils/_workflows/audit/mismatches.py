@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import dra_only
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.dra_judgement import dra_only
 
 
 def mismatches(facts, node, node_expected):

@@ -17,7 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import key_of
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import device_taint_fix
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.dra_judgement import device_taint_fix
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
     event_evidence,
     finding,

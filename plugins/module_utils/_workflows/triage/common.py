@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers import LAYERS as CORE_LAYERS
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers import (
     in_layer_order,
     merged_routes,
@@ -20,21 +21,16 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers i
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
 
-#: Triage's layers, in the walk's order (the shared vocabulary of ``_core.layers``).
-LAYERS = in_layer_order(
-    ("driver", "node", "toolkit", "device-plugin", "dra", "gpu-health", "scheduling", "quota", "preemption", "queue")
-)
+#: Triage's layers, in the walk's order: the whole vocabulary of ``_core.layers``.
+LAYERS = CORE_LAYERS
 #: The layers checked on a node (and for every pod on the nodes it could use).
-NODE_LAYERS = in_layer_order(("driver", "node", "toolkit", "device-plugin", "gpu-health"))
+NODE_LAYERS = in_layer_order(("driver", "node", "toolkit", "device-plugin", "gpu-health", "mig", "monitoring"))
 SEVERITIES = ("error", "warning", "info")
 DEFAULT_SCHEDULER = "default-scheduler"
 KUEUE_GROUP = "kueue.x-k8s.io"
 VOLCANO_GROUP = "scheduling.volcano.sh"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 VOLCANO_GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
-CRASH_REASONS = ("CrashLoopBackOff", "Error", "RunContainerError", "CreateContainerError")
-IMAGE_REASONS = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName")
-NO_RUNTIME = 'no runtime for "nvidia"'
 
 # --------------------------------------------------------------------------------------------------
 # Small helpers

@@ -50,15 +50,17 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.opera
     list_policies,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of, namespace_of, taint_text
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.operand_judgement import (
+    CRASH_REASONS,
+    IMAGE_REASONS,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.admission import (
     create_failures,
     limit_range_evidence,
     quota_pressure,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
-    CRASH_REASONS,
     DEFAULT_SCHEDULER,
-    IMAGE_REASONS,
     KUEUE_GROUP,
     LAYERS,
     NODE_LAYERS,

@@ -16,8 +16,8 @@ __metaclass__ = type
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import is_gpu_node
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import key_of, meta_of, name_of, to_int
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import (
-    CLAIM_JUDGED_CODES,
     DEGRADED_CODES,
+    POD_JUDGED_CODES,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.admission import (
     create_failures,
@@ -119,9 +119,10 @@ class PodDiagnosis:
     def _node_findings(self, name):
         """The node-layer findings of a node that concern this pod: the ``dra`` layer only when it uses claims, the
         ``device-plugin`` and ``gpu-health`` layers only when it asks for an extended GPU resource (or for neither,
-        nothing to tell); what the pod's own claims judge (:data:`~node_judgement.CLAIM_JUDGED_CODES`) only as they
-        find it; a node that still serves part of its GPUs (:data:`~node_judgement.DEGRADED_CODES`) as a warning."""
-        skip = set()
+        nothing to tell), never ``monitoring``; what the pod's own requests judge
+        (:data:`~node_judgement.POD_JUDGED_CODES`) only as they find it; a node that still serves part of its GPUs
+        (:data:`~node_judgement.DEGRADED_CODES`) as a warning."""
+        skip = {"monitoring"}  # metrics do not place or run a pod
         if not self.claims:
             skip.add("dra")
         if not self.requests and self.claims:
@@ -129,7 +130,7 @@ class PodDiagnosis:
         return [
             dict(f, severity="warning") if f["reason"] in DEGRADED_CODES else f
             for f in self.stack.findings(name)
-            if f["layer"] not in skip and f["reason"] not in CLAIM_JUDGED_CODES
+            if f["layer"] not in skip and f["reason"] not in POD_JUDGED_CODES
         ]
 
     # -- bound pods ------------------------------------------------------------------------------

@@ -23,17 +23,17 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import DraIndex, missing_classes
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import Context, judge_node
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.operand_judgement import (
     CRASH_REASONS,
     IMAGE_REASONS,
-    NO_RUNTIME,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
     event_evidence,
     finding,
     from_judged,
     last_seen,
     tail_lines,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.driver import driver_finding
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.sched import (
     node_requested,
 )
@@ -143,37 +143,16 @@ class NodeStack:
 
     def _walk(self, name):
         view = self.view(name)
-        managed = self.policy is not None
         context = Context(
             classes_missing=missing_classes(self.gpu_dra, [view]),
             namespace=self.snap.operator_namespace,
             pod_details=self._pod_evidence,
             xid_events=xid_events(self.node_events.get(name, [])),
+            sandbox_failures=self._sandbox_failures(view["operands"]),
+            nri_plugin=bool(((self.policy or {}).get("cdi") or {}).get("nri_plugin")),
         )
-        out = self._driver(name, view, managed)
-        if managed:
-            out.extend(self._toolkit(name, view["operands"]))
-        out.extend(from_judged(j, name) for j in judge_node(view, self.snap.nvml.get(name), context))
-        return out
-
-    def _driver(self, name, view, managed):
-        """``driver`` layer: its GPUs are present, its driver pod (when the operator runs one)."""
-        out = []
-        if view["gpu"]["present"] is False:
-            out.append(
-                finding(
-                    "driver",
-                    "GPUNotPresent",
-                    "error",
-                    "node %s has nvidia.com/gpu.present=false: the operator no longer sees its GPUs" % name,
-                    "Check the GPUs on the host (lspci -d 10de:, dmesg for Xid/fallen off the bus) and reboot or "
-                    "service the node.",
-                    {"labels": view["labels"]},
-                    nodes=[name],
-                )
-            )
-        driver_mode = view["deploy"].get("driver")
-        if not managed:
+        out = [from_judged(j, name) for j in judge_node(view, self.snap.nvml.get(name), context)]
+        if self.policy is None:
             out.append(
                 finding(
                     "driver",
@@ -184,90 +163,15 @@ class NodeStack:
                     nodes=[name],
                 )
             )
-        elif self.policy["driver"].get("enabled") is False or driver_mode in ("false", "pre-installed"):
-            pass  # host-installed driver: no driver pod to check
-        else:
-            driver = view["operands"].get("driver")
-            if driver is None:
-                out.append(
-                    finding(
-                        "driver",
-                        "DriverPodMissing",
-                        "error",
-                        "no driver pod on node %s although the ClusterPolicy deploys the driver" % name,
-                        "Check the driver DaemonSet in %s (nodeSelector nvidia.com/gpu.deploy.driver=true, "
-                        "tolerations for the node's taints)." % self.snap.operator_namespace,
-                        {"deploy_labels": view["deploy"], "taints": view["taints"]},
-                        nodes=[name],
-                    )
-                )
-            elif not (driver["ready"] or driver["phase"] == "Succeeded"):
-                out.append(driver_finding(name, driver, self._pod_evidence(driver), self.snap.operator_namespace))
         return out
 
-    def _toolkit(self, name, operands):
-        """``toolkit`` layer: the container toolkit pod, the ``nvidia`` runtime handler, the operator validator."""
-        out = []
-        sandbox = []
-        for component, summary in sorted(operands.items()):
-            for event in self.pod_events.get(summary["name"], []):
-                if event.get("reason") == "FailedCreatePodSandBox" and NO_RUNTIME in (event.get("message") or ""):
-                    sandbox.append((component, summary["name"], event))
-        toolkit = operands.get("container-toolkit")
-        if toolkit is not None and not toolkit["ready"]:
-            out.append(
-                finding(
-                    "toolkit",
-                    "ToolkitNotReady",
-                    "error",
-                    "container toolkit pod %s on %s is not Ready (%s)"
-                    % (toolkit["name"], name, toolkit["waiting_reason"] or toolkit["phase"]),
-                    "Read the toolkit pod's log; it must configure the container runtime (containerd/CRI-O) "
-                    "for the nvidia runtime after the driver is ready.",
-                    self._pod_evidence(toolkit),
-                    nodes=[name],
-                )
-            )
-        if sandbox:
-            out.append(
-                finding(
-                    "toolkit",
-                    "RuntimeNotConfigured",
-                    "error",
-                    'pods on %s fail with FailedCreatePodSandBox: no runtime for "nvidia" is configured (%s)'
-                    % (name, ", ".join(sorted({s[1] for s in sandbox}))),
-                    "The container runtime has no nvidia handler: check the toolkit's CONTAINERD_CONFIG/"
-                    "CONTAINERD_SOCKET (toolkit.env) for this distribution (k3s, RKE2, MicroK8s use other "
-                    "paths), that RuntimeClass nvidia exists, then restart the toolkit pod.",
-                    {
-                        "toolkit_pod": toolkit and toolkit["name"],
-                        "toolkit_ready": toolkit and toolkit["ready"],
-                        "events": [event_evidence(s[2]) for s in sandbox][-3:],
-                    },
-                    nodes=[name],
-                )
-            )
-        validator = operands.get("operator-validator")
-        if validator is not None and not validator["ready"] and not sandbox:
-            evidence = self._pod_evidence(validator)
-            term = evidence.get("last_termination") or {}
-            out.append(
-                finding(
-                    "toolkit",
-                    "ValidatorFailing",
-                    "error",
-                    "operator validator %s on %s is %s%s"
-                    % (
-                        validator["name"],
-                        name,
-                        validator["waiting_reason"] or validator["phase"],
-                        ": %s" % term["message"] if term.get("message") else "",
-                    ),
-                    "The validator proves driver, toolkit, CUDA and device plugin in that order: fix the "
-                    "component its failing init container names (driver-validation, toolkit-validation, "
-                    "cuda-validation, plugin-validation).",
-                    evidence,
-                    nodes=[name],
-                )
-            )
+    def _sandbox_failures(self, operands):
+        """``{pod name: message}`` of the operand pods' newest FailedCreatePodSandBox event."""
+        out = {}
+        for summary in operands.values():
+            events = [
+                e for e in self.pod_events.get(summary["name"], []) if e.get("reason") == "FailedCreatePodSandBox"
+            ]
+            if events:
+                out[summary["name"]] = max(events, key=lambda e: last_seen(e) or "").get("message")
         return out

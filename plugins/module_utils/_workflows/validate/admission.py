@@ -40,7 +40,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
     name_of,
     taint_text,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.checks import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import (
     DRA_REQUIRED_LABELS,
     REQUIRED_LABELS,
 )

@@ -16,17 +16,18 @@ __metaclass__ = type
 from dataclasses import dataclass
 from typing import Optional
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import is_true
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.dra_judgement import dra_only, uses_dra
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import (
-    dra_only,
+    Context,
     judge_devices,
+    judge_labels,
+    judge_nvml,
     judge_ready,
     mig_enabled,
-    uses_dra,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.operand_judgement import judge_operands
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.dra import CHECK_CODES, dra_checks
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.mig import check_mig
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.operands import check_operands
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.registry import (
     CHECKS,
     FAIL,
@@ -37,22 +38,9 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.val
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.upgrade import check_upgrade
 
-REQUIRED_LABELS = ("nvidia.com/gpu.present", "nvidia.com/gpu.product", "nvidia.com/gpu.count")
-#: In DRA mode the devices' attributes carry product and count (no gpu-feature-discovery labels).
-DRA_REQUIRED_LABELS = REQUIRED_LABELS[:1]
-
 
 def _check_host(nvml):
-    if nvml.get("available"):
-        return []
-    return [
-        finding(
-            "host",
-            "driver",
-            "NVML unavailable on the host: %s" % nvml.get("reason"),
-            nvml.get("hint") or "Check that the NVIDIA driver is loaded on the host.",
-        )
-    ]
+    return [judged_finding("host", j) for j in judge_nvml(nvml)]
 
 
 def _check_node(host, node):
@@ -68,20 +56,13 @@ def _check_node(host, node):
     return [judged_finding("node", j) for j in judge_ready(node)]
 
 
-def _check_labels(node, required=REQUIRED_LABELS):
-    labels = node.get("labels") or {}
-    missing = [k for k in required if not labels.get(k)]
-    if not missing and is_true(labels.get("nvidia.com/gpu.present")):
-        return []
-    what = ", ".join(missing) if missing else "nvidia.com/gpu.present=%s" % labels.get("nvidia.com/gpu.present")
-    return [
-        finding(
-            "labels",
-            "device-plugin",
-            "GPU labels missing or false: %s" % what,
-            "Check the gpu-feature-discovery pod on this node (it writes the nvidia.com/gpu.* labels).",
-        )
-    ]
+def _check_labels(node):
+    return [judged_finding("labels", j) for j in judge_labels(node)]
+
+
+def _check_operands(node, evidence):
+    context = Context(sandbox_failures=evidence.sandbox_events or {}, nri_plugin=evidence.nri_plugin)
+    return [judged_finding("operands", j) for j in judge_operands(node, context)]
 
 
 def _check_allocatable(nvml, node):
@@ -228,12 +209,12 @@ def node_checks(host, node, evidence=NodeEvidence()):
         return outcome, findings
     record("upgrade", check_upgrade(node, evidence.expected_driver))
     in_dra = uses_dra(node)
-    record("labels", _check_labels(node, DRA_REQUIRED_LABELS if dra_only(node) else REQUIRED_LABELS))
+    record("labels", _check_labels(node))
     if dra_only(node):
         outcome["allocatable"] = SKIP
     else:
         record("allocatable", _check_allocatable(nvml, node), ran=bool(nvml.get("available")) and not mig_enabled(node))
-    record("operands", check_operands(node, evidence.sandbox_events, evidence.nri_plugin))
+    record("operands", _check_operands(node, evidence))
     for name, found in (
         dra_checks(nvml, node, evidence.dra_summary) if in_dra else [(c, []) for c, _codes in CHECK_CODES]
     ):

@@ -14,7 +14,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import Context, judge_dra
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.dra_judgement import judge_dra
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import Context
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.registry import judged_finding
 
 #: The DRA checks in order, and the judgement's codes each one covers.
@@ -29,7 +30,7 @@ CHECK_CODES = (
 def dra_checks(nvml, node, dra_summary=None):
     """``[(check, findings), ...]`` in :data:`CHECK_CODES` order; ``dra_summary``: gpu_cluster_info's cluster-wide
     ``dra`` (its missing DeviceClasses fail every node using DRA); NVML facts that did not answer compare nothing."""
-    context = Context(classes_missing=(dra_summary or {}).get("device_classes_missing"))
+    context = Context(classes_missing=(dra_summary or {}).get("device_classes_missing") or ())
     judged = judge_dra(node, nvml or {}, context)
     return [
         (

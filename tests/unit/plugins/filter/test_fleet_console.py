@@ -45,9 +45,9 @@ def test_each_failing_node_is_one_block_lowest_layer_first_with_evidence_fix_and
     heads = [line for line in lines if line.startswith("FAIL ")]
     assert [h.split(" ")[1] for h in heads] == ["h100-3", "a100-1", "h100-4", "l40s-2"]
     toolkit = lines.index(next(h for h in heads if h.startswith("FAIL a100-1 ")))
-    assert lines[toolkit].startswith("FAIL a100-1 (pool a100) at toolkit: device-plugin pod device-plugin-x is not")
+    assert lines[toolkit].startswith("FAIL a100-1 (pool a100) at toolkit: operand pods on the node wait in")
     assert 'no runtime for "nvidia" is configured' in lines[toolkit]  # the evidence in full, not cut to a column
-    assert lines[toolkit + 1].startswith("  fix: Check the container-toolkit pod")
+    assert lines[toolkit + 1].startswith("  fix: The container runtime has no nvidia runtime handler")
     assert lines[toolkit + 2] == "  run: kubectl -n gpu-operator logs container-toolkit-a100 --all-containers --tail=50"
     assert all(any(x.startswith("  run: ") for x in lines[lines.index(h) :][:6]) for h in heads)
 

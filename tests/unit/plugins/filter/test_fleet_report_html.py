@@ -135,7 +135,7 @@ def test_the_ladder_shows_where_each_failing_node_stops():
     assert [states["h100-4"][layer] for layer in LAYERS] == ["ok"] * 3 + ["critical"] + ["unknown"] * (len(LAYERS) - 4)
     assert states["h100-3"]["driver"] == "critical" and states["h100-3"]["node"] == "unknown"
     stop = [c for c in rows["a100-1"].all("g", class_="layer-cell") if c.attrs["data-state"] == "critical"][0]
-    assert stop.one("title").text.startswith("a100-1, toolkit: device-plugin pod device-plugin-x is not ready")
+    assert stop.one("title").text.startswith("a100-1, toolkit: operand pods on the node wait in ContainerCreating")
     assert stop.one("rect").attrs["fill"] == _html.SEVERITY_FILLS["critical"]
     counts = [t.text for t in svg.all("text") if t.text.endswith(("stop", "stops"))]
     assert counts == ["1 stop", "0 stops", "1 stop", "1 stop", "0 stops", "1 stop"] + ["0 stops"] * 4
@@ -179,7 +179,7 @@ def test_failures_list_each_finding_with_its_fix_and_layer_and_check_names_link_
     (item,) = section.all("li")
     assert item.attrs["data-layer"] == "toolkit"
     assert 'no runtime for "nvidia" is configured' in item.text
-    assert "Fix: Check the container-toolkit pod and the nvidia runtime handler" in " ".join(item.text.split())
+    assert "Fix: The container runtime has no nvidia runtime handler" in " ".join(item.text.split())
     targets = {e.attrs["id"] for e in root.all() if "id" in e.attrs}
     links = {a.attrs["href"][1:] for a in root.all("a")}
     assert links <= targets

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import cluster_view
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import (
     Context,
     judge_node,
@@ -14,7 +15,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.aud
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import Snapshot
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.diagnose import diagnose
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.stack import NodeStack
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.checks import node_checks
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.checks import (
+    NodeEvidence,
+    node_checks,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.registry import (
     lowest_layer_first,
 )
@@ -209,7 +213,12 @@ def test_triage_without_the_hosts_nvml_facts_compares_nothing_with_the_host():
 
 
 def er_node(name, capacity=4, allocatable=None):
-    labels = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.deploy.device-plugin": "true"}
+    labels = {
+        "nvidia.com/gpu.present": "true",
+        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+        "nvidia.com/gpu.count": "4",
+        "nvidia.com/gpu.deploy.device-plugin": "true",
+    }
     gpus = {"nvidia.com/gpu": str(capacity)}
     return {
         "metadata": {"name": name, "labels": labels},
@@ -222,47 +231,66 @@ def er_node(name, capacity=4, allocatable=None):
     }
 
 
-def device_plugin_pod(name, ready=True):
+NO_RUNTIME = 'failed to get sandbox runtime: no runtime for "nvidia" is configured'
+
+
+def device_plugin_pod(name, state):
+    """The device plugin pod of node ``name``: ``ready``, ``starting`` or ``creating`` (its sandbox fails)."""
     pod = plugin_pod(name)
     pod["metadata"].update(
         name="nvidia-device-plugin-daemonset-" + name, labels={"app": "nvidia-device-plugin-daemonset"}
     )
-    pod["status"]["containerStatuses"][0]["ready"] = ready
-    pod["status"]["conditions"][0]["status"] = "True" if ready else "False"
-    if not ready:
-        pod["status"]["containerStatuses"][0]["state"] = {"waiting": {"reason": "PodInitializing"}}
+    if state != "ready":
+        pod["status"]["containerStatuses"][0]["ready"] = False
+        pod["status"]["conditions"][0]["status"] = "False"
+        waiting = "PodInitializing" if state == "starting" else "ContainerCreating"
+        pod["status"]["containerStatuses"][0]["state"] = {"waiting": {"reason": waiting}}
     return pod
 
 
-#: One extended-resource node per fault: its node, whether its device plugin pod runs (None: none), and the layer
+def sandbox_event(pod):
+    return {
+        "reason": "FailedCreatePodSandBox",
+        "type": "Warning",
+        "message": NO_RUNTIME,
+        "involvedObject": {"kind": "Pod", "name": pod["metadata"]["name"]},
+        "lastTimestamp": "2026-12-07T00:00:00Z",
+    }
+
+
+#: One extended-resource node per fault: its node, the state of its device plugin pod (None: none), and the layer
 #: and code every workflow must name first.
 ER_FAULTS = {
-    "er-healthy": (er_node("er-healthy"), True, (None, None)),
-    "er-silent": (er_node("er-silent", capacity=0), True, ("device-plugin", "DevicePluginNotAdvertising")),
+    "er-healthy": (er_node("er-healthy"), "ready", (None, None)),
+    "er-silent": (er_node("er-silent", capacity=0), "ready", ("device-plugin", "DevicePluginNotAdvertising")),
     "er-noplugin": (er_node("er-noplugin", capacity=0), None, ("device-plugin", "DevicePluginMissing")),
-    "er-starting": (er_node("er-starting", capacity=0), False, ("device-plugin", "DevicePluginNotReady")),
-    "er-three": (er_node("er-three", capacity=3), True, ("device-plugin", "AdvertisedNotAsNVML")),
-    "er-xid": (er_node("er-xid", allocatable=3), True, ("gpu-health", "UnhealthyGPUs")),
+    "er-starting": (er_node("er-starting", capacity=0), "starting", ("device-plugin", "DevicePluginNotReady")),
+    "er-runtime": (er_node("er-runtime", capacity=0), "creating", ("toolkit", "RuntimeNotConfigured")),
+    "er-three": (er_node("er-three", capacity=3), "ready", ("device-plugin", "AdvertisedNotAsNVML")),
+    "er-xid": (er_node("er-xid", allocatable=3), "ready", ("gpu-health", "UnhealthyGPUs")),
 }
 
 
 def er_fleet():
-    pods = [device_plugin_pod(n, ready) for n, (_node, ready, _e) in ER_FAULTS.items() if ready is not None]
-    return {"nodes": [n for n, _r, _e in ER_FAULTS.values()], "operator_pods": pods}
+    pods = [device_plugin_pod(n, state) for n, (_node, state, _e) in ER_FAULTS.items() if state is not None]
+    events = [sandbox_event(p) for p in pods if p["metadata"]["name"].endswith("er-runtime")]
+    return {"nodes": [n for n, _s, _e in ER_FAULTS.values()], "operator_pods": pods, "operator_events": events}
 
 
 @pytest.mark.parametrize("name", sorted(ER_FAULTS))
 def test_the_workflows_agree_on_extended_resource_nodes_too(name):
-    facts = nvml(name)
-    stack = NodeStack(Snapshot(**er_fleet()))
-    view = stack.view(name)
-    triaged = diagnose(Snapshot(nvml={name: facts}, **er_fleet()), {"kind": "node", "namespace": None, "name": name})
-    _checks, validated = node_checks({"node_name": name, "nvidia_gpu": facts}, view)
+    facts, fleet = nvml(name), er_fleet()
+    # gpu_cluster_info's view of the node: what gpu_validate_report and gpu_audit_report judge
+    lists = {"nodes": fleet["nodes"], "pods": fleet["operator_pods"], "sandbox_events": fleet["operator_events"]}
+    view = cluster_view(lists)["nodes"][name]
+    triaged = diagnose(Snapshot(nvml={name: facts}, **fleet), {"kind": "node", "namespace": None, "name": name})
+    sandbox = {e["involvedObject"]["name"]: e["message"] for e in fleet["operator_events"]}
+    evidence = NodeEvidence(sandbox_events=sandbox)
+    _checks, validated = node_checks({"node_name": name, "nvidia_gpu": facts}, view, evidence)
     audited = judgement(view, facts, {})
 
     layer, code = ER_FAULTS[name][2]
-    first_judged = [f for f in lowest_layer_first(validated) if f.get("code")]
-    assert first_error(first_judged, "code") == (layer, code)
+    assert first_error(lowest_layer_first(validated), "code") == (layer, code)
     assert first_error(triaged["findings"], "reason") == (layer, code)
     assert (audited["failing_layer"], first_error(audited["findings"], "code")) == (layer, (layer, code))
 
@@ -283,9 +311,14 @@ def test_time_slicing_replicas_multiply_what_nvml_counts():
     assert judge_node(view, nvml("er-healthy")) == []
 
 
-def test_nvml_that_did_not_answer_leaves_the_device_layers_to_the_driver_finding():
+def test_nvml_that_did_not_answer_is_the_driver_finding_and_leaves_the_device_layers_alone():
     view = NodeStack(Snapshot(**er_fleet())).view("er-silent")
-    assert judge_node(view, {"available": False, "reason": "driver_not_loaded"}) == []
+    (found,) = judge_node(view, {"available": False, "reason": "driver_not_loaded"})
+    assert (found["layer"], found["code"], found["message"]) == (
+        "driver",
+        "NVMLUnavailable",
+        "NVML unavailable on the host: driver_not_loaded",
+    )
 
 
 def test_a_cpu_node_has_no_device_plugin_layer():

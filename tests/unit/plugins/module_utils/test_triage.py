@@ -27,6 +27,7 @@ def gpu_node(name, gpus=8, alloc=None, taints=(), labels=None, ready=True):
                 "kubernetes.io/hostname": name,
                 "feature.node.kubernetes.io/pci-10de.present": "true",
                 "nvidia.com/gpu.present": "true",
+                "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
                 "nvidia.com/gpu.count": str(gpus),
                 **(labels or {}),
             },
@@ -215,12 +216,12 @@ class TestToolkitAndDevicePlugin:
         assert errors(result) == [("device-plugin", "DevicePluginNotAdvertising")]
         assert result["findings"][0]["evidence"]["gpu_count_label"] == 8
 
-    def test_a_failing_validator_with_its_message(self):
+    def test_a_failing_validator_at_the_layer_its_validation_names_with_its_message(self):
         ops = healthy_operands(
             "g0", validator=operand("validator", "g0", ready=False, crash_message="driver-validation: failed")
         )
         result = self.node_result(gpu_node("g0"), ops)
-        assert errors(result) == [("toolkit", "ValidatorFailing")]
+        assert errors(result) == [("driver", "ValidatorFailing")]
         assert "driver-validation: failed" in result["findings"][0]["message"]
 
     def test_unhealthy_gpus_fail_the_node_at_the_gpu_health_layer(self):
@@ -242,10 +243,13 @@ class TestToolkitAndDevicePlugin:
             "failed",  # device-plugin
             "skipped",  # dra: no node uses it
             "ok",  # gpu-health
+            "ok",  # mig
+            "skipped",  # scheduling, quota, preemption, queue: a node triage
             "skipped",
             "skipped",
             "skipped",
-            "skipped",
+            "skipped",  # workload: no finding
+            "ok",  # monitoring
         ]
 
 
@@ -446,7 +450,7 @@ class TestQuotaPriorityQueues:
         }
         result = run(p, nodes=[gpu_node("g0")], operators=healthy_operands("g0"), volcano=volcano)
         assert errors(result) == [("queue", "VolcanoQueueClosed")]
-        assert [entry["status"] for entry in result["layers"]][-1] == "failed"
+        assert {entry["name"]: entry["status"] for entry in result["layers"]}["queue"] == "failed"
 
 
 class TestNamespaceTriage:
