@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from tests.integration.dra.dra_faults import NODE_FAULTS, node_faults
-from tests.integration.dra.workflows import Workflows
 from tests.integration.helpers import module_runner
 from tests.integration.validate.validate_helpers import Validate
+from tests.integration.workflows import Workflows
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def node_fault_runs(dra, tmp_path_factory):
     work = tmp_path_factory.mktemp("dra-node-faults")
     (work / "validate").mkdir()
     validate = Validate(dra.bed, work / "validate")
-    workflows = Workflows(dra, work)
+    workflows = Workflows(dra.bed, work)
     with node_faults(dra, NODE_FAULTS):
         return {
             "validate": validate.run(),

@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.integration.dra.workflows import Workflows
+from tests.integration.workflows import Workflows
 
 ROOT = Path(__file__).resolve().parents[3]
 SCHEMA = json.loads((ROOT / "docs" / "audit-snapshot.schema.json").read_text())
@@ -20,7 +20,7 @@ SCHEMA = json.loads((ROOT / "docs" / "audit-snapshot.schema.json").read_text())
 @pytest.fixture(scope="module")
 def audit(dra, tmp_path_factory):
     """``audit(name)`` -> (snapshot, Markdown, HTML) of one audit run on the bed's inventory."""
-    return Workflows(dra, tmp_path_factory.mktemp("dra-audit")).audit
+    return Workflows(dra.bed, tmp_path_factory.mktemp("dra-audit")).audit
 
 
 @pytest.fixture(scope="module")

@@ -96,7 +96,7 @@ def test_no_nvidia_runtime_is_the_toolkit_layer(broken, kube, triage):
     assert result["first_failing_layer"] == "toolkit"
     runtime = result["findings"][0]
     assert runtime["reason"] == "RuntimeNotConfigured" and runtime["nodes"] == [node]
-    assert any('no runtime for "nvidia" is configured' in e["message"] for e in runtime["evidence"]["events"])
+    assert any('no runtime for "nvidia" is configured' in m for m in runtime["evidence"]["sandbox_failures"])
     assert "CONTAINERD_CONFIG" in runtime["fix"]
     assert ("device-plugin", "DevicePluginNotReady") in errors(result)
 
@@ -115,7 +115,7 @@ def test_a_device_plugin_that_advertises_nothing(gpu_operator, broken, kube, tri
     assert plugin["evidence"]["allocatable"].get("nvidia.com/gpu", 0) == 0
 
 
-def test_a_failing_validator_is_reported_for_the_node(gpu_operator, broken, triage):
+def test_a_failing_validator_is_reported_at_the_layer_its_validation_names(gpu_operator, broken, triage):
     node = broken("validator-failing", withdrawn=False)
     op = gpu_operator
     wait_for(
@@ -128,7 +128,7 @@ def test_a_failing_validator_is_reported_for_the_node(gpu_operator, broken, tria
 
     result = triage(node=node)
 
-    assert result["first_failing_layer"] == "toolkit"
+    assert result["first_failing_layer"] == "driver"  # nvidia-smi fails in its driver-validation
     validator = result["findings"][0]
     assert validator["reason"] == "ValidatorFailing"
     assert "NVIDIA-SMI has failed" in validator["message"]

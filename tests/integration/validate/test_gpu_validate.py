@@ -8,16 +8,24 @@ role as the least-privilege identity), and reads the JSON report. The fixture he
 from __future__ import annotations
 
 import datetime
+import json
 import pathlib
 
 import pytest
 from validate_helpers import Validate
 
 from tests.integration.simop_helpers import wait_for
+from tests.integration.workflows import Workflows
 from tests.sim import remediation
 from tests.sim.operator import prometheus
 
 DEPLOY_DCGM = "nvidia.com/gpu.deploy.dcgm-exporter"
+
+
+def first_code(findings, key):
+    """``(layer, code)`` of the first error among ``findings`` (the validation report's are all errors)."""
+    errors = [f for f in findings if f.get("severity", "error") == "error"]
+    return (errors[0]["layer"], errors[0][key]) if errors else (None, None)
 
 
 @pytest.fixture
@@ -104,7 +112,7 @@ def test_the_wait_counts_every_gpu_node_from_the_compact_result_and_stops_when_a
 
 
 def test_driver_toolkit_and_device_plugin_faults_are_named_with_evidence_and_fail_the_play(
-    validate, gpu_operator, nodes
+    validate, gpu_operator, nodes, tmp_path
 ):
     op = gpu_operator
     a, b, t4 = nodes
@@ -124,6 +132,21 @@ def test_driver_toolkit_and_device_plugin_faults_are_named_with_evidence_and_fai
     assert any("nvidia.com/gpu=0 but NVML counts 1 GPUs" in e for e in rows[t4]["evidence"])
     # the lower layers' symptoms further up are findings too, but the verdict is the lowest layer
     assert "scheduling" in {f["layer"] for f in rows[a]["findings"]}
+    # one judgement of a node: node triage (given each host's NVML facts) and the audit name the same layer and code
+    workflows = Workflows(gpu_operator.bed, tmp_path)
+    triaged, snapshot = workflows.triage_nodes("triage"), json.loads(workflows.audit("audit")[0])
+    first = {
+        "validate": {
+            n: first_code([f for f in r["findings"] if f["layer"] == r["failing_layer"]], "code")
+            for n, r in rows.items()
+        },
+        "triage": {n: first_code(r["findings"], "reason") for n, r in triaged.items()},
+        "audit": {r["node_name"]: first_code(r["judgement"]["findings"], "code") for r in snapshot["fleet"]},
+    }
+    expected = {a: ("driver", "DriverCrashLoop"), b: ("toolkit", "RuntimeNotConfigured")}
+    expected[t4] = ("device-plugin", "DevicePluginNotAdvertising")
+    for workflow, found in first.items():
+        assert {n: found[n] for n in expected} == expected, workflow
     rc, _report, out = validate.run(gpu_validate_fail_on="layers", gpu_validate_fail_on_layers=["monitoring"])
     assert rc == 0, out[-3000:]
 

@@ -1,4 +1,4 @@
-"""The collection's workflows run on the ci-dra bed as a person runs them, with ansible-playbook over the bed's
+"""The collection's workflows run on a test bed as a person runs them, with ansible-playbook over the bed's
 inventory (the least-privilege identity; NVML facts from each simulated host's fixture): the audit, and the node
 triage given each host's NVML facts."""
 
@@ -10,18 +10,18 @@ from pathlib import Path
 
 from tests.integration.helpers import bed_inventory, collection_env, run_playbook
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 LIB = ROOT / "build" / "nvml" / "libnvidia-ml.so.1"
 TRIAGE_PLAY = Path(__file__).resolve().parent / "triage_nodes.yml"
 
 
 class Workflows:
-    """``audit(name)`` and ``triage_nodes(name)`` on the bed of ``dra``, each run's files under ``work/name``."""
+    """``audit(name)`` and ``triage_nodes(name)`` on ``bed``, each run's files under ``work/name``."""
 
-    def __init__(self, dra, work: Path):
+    def __init__(self, bed, work: Path):
         subprocess.run(["make", "-s", "-C", str(ROOT / "tests" / "sim" / "nvml")], check=True)
         self.work = work
-        self.inventory = bed_inventory(dra.bed.state_dir, work / "inventory.yml")
+        self.inventory = bed_inventory(bed.state_dir, work / "inventory.yml")
         self.env = collection_env(work)
         self.env.pop("LD_LIBRARY_PATH", None)  # the NVML library comes from gpu_nvml_library only
 
