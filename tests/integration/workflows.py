@@ -42,3 +42,22 @@ class Workflows:
         results = self.work / ("%s-triage.json" % name)
         self._play(TRIAGE_PLAY, {"gpu_nvml_library": str(LIB), "triage_results": str(results)})
         return {r["target"]["name"]: r for r in json.loads(results.read_text())}
+
+    def first_judged(self, rows):
+        """``{workflow: {node: (layer, code)}}``: the first error of each node from the validation report's ``rows``
+        (``{node: row}``, of its failing layer), from node triage and from the audit, both run now as ``judged``."""
+        triaged, snapshot = self.triage_nodes("judged"), json.loads(self.audit("judged")[0])
+        return {
+            "validate": {
+                n: first_error([f for f in r["findings"] if f["layer"] == r["failing_layer"]], "code")
+                for n, r in rows.items()
+            },
+            "triage": {n: first_error(r["findings"], "reason") for n, r in triaged.items()},
+            "audit": {r["node_name"]: first_error(r["judgement"]["findings"], "code") for r in snapshot["fleet"]},
+        }
+
+
+def first_error(findings, key):
+    """``(layer, findings[key])`` of the first error among ``findings`` (the validation report's are all errors)."""
+    errors = [f for f in findings if f.get("severity", "error") == "error"]
+    return (errors[0]["layer"], errors[0][key]) if errors else (None, None)

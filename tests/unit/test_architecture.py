@@ -16,6 +16,7 @@ PREFIX = "ansible_collections.gpuops.gpu_operator.plugins.module_utils."
 FLOORS = ("_core", "_clients", "_operator", "_workflows")
 MAX_FILE_LINES = 500
 MAX_CLASS_LINES = 300
+MAX_PARAMETERS = 6
 
 
 def python_files(root=PLUGINS):
@@ -106,6 +107,33 @@ def test_no_class_in_plugins_is_over_300_lines(path):
         if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES
     ]
     assert big == [], "classes over %d lines in %s: %s" % (MAX_CLASS_LINES, path.name, big)
+
+
+def parameter_counts(source):
+    """``(function, parameters)`` for every function in ``source``; a method's ``self`` or ``cls`` is not counted."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+            names += [a.arg for a in (args.vararg, args.kwarg) if a]
+            if names and names[0] in ("self", "cls"):
+                names = names[1:]
+            yield node.name, len(names)
+
+
+def test_the_parameter_count_leaves_out_self_and_counts_keyword_only_ones():
+    source = "class A:\n    def m(self, a, *, b, **c):\n        pass\n\ndef f(a, b=1):\n    pass\n"
+    assert dict(parameter_counts(source)) == {"m": 3, "f": 2}
+
+
+@pytest.mark.parametrize("path", python_files(), ids=lambda p: str(p.relative_to(PLUGINS)))
+def test_no_function_in_plugins_takes_more_than_6_parameters(path):
+    many = [(name, n) for name, n in parameter_counts(path.read_text()) if n > MAX_PARAMETERS]
+    assert many == [], "functions of %s with over %d parameters (group them in an options object): %s" % (
+        path.name,
+        MAX_PARAMETERS,
+        many,
+    )
 
 
 @pytest.mark.parametrize("path", python_files(PLUGINS / "modules"), ids=lambda p: p.stem)

@@ -2,6 +2,7 @@
 `demo-faults` profile (the demo cluster with one broken node per layer) every healthy node passes and each broken one
 is named with its layer, in the printed summary (plain lines with its evidence and a command to run, even with
 ANSIBLE_DISPLAY_OK_HOSTS=false) and in the reports, and the play fails - with no retry messages and no result dump;
+node triage and the audit judge every node as the validation did (one layer and code each);
 a second run over the same fleet changes nothing; once the faults are healed a re-run passes every node and its whole
 console fits 60 lines. Last, site.yml and upgrade.yml run as the execution environment runs them: from the collection
 installed from its own built tarball (no checkout on the collections path, not run from the checkout), with helm and
@@ -26,6 +27,7 @@ import yaml
 from kubernetes import client
 
 from tests.integration.conftest import _from_state, run_cli
+from tests.integration.workflows import Workflows
 from tests.sim.testbed import BIN_DIR
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -144,6 +146,19 @@ def test_site_names_each_broken_node_with_its_layer_and_passes_the_rest(site_bed
     # each baseline finding once: the containerd warning about every node is one line, not one per host
     assert out.count("runtime.version") == 1 and "runtime.version on all 6 GPU hosts" in out
     assert "reports: %s" % (report_dir / "baseline.json") in out
+
+
+def test_node_triage_and_the_audit_judge_each_node_as_the_site_validation_did(site_bed, tmp_path):
+    # one judgement of a node: on every node of demo-faults, the first failing layer and code of site.yml's
+    # validation report, of gpu_triage_info (node mode, given the host's NVML facts) and of the audit agree
+    bed, _inventory, report_dir = site_bed
+    expected = dict.fromkeys(HEALTHY, (None, None)) | {
+        "h100-noplugin-0": ("device-plugin", "DevicePluginNotAdvertising"),
+        "h100-xid-0": ("gpu-health", "UnhealthyGPUs"),
+        "a100-noruntime-0": ("toolkit", "RuntimeNotConfigured"),
+    }
+    for workflow, found in Workflows(bed, tmp_path).first_judged(verdicts(report_dir)).items():
+        assert {n: found.get(n) for n in expected} == expected, workflow
 
 
 def test_a_second_run_over_the_same_fleet_changes_nothing(site_bed):

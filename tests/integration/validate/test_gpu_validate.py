@@ -8,7 +8,6 @@ role as the least-privilege identity), and reads the JSON report. The fixture he
 from __future__ import annotations
 
 import datetime
-import json
 import pathlib
 
 import pytest
@@ -22,10 +21,13 @@ from tests.sim.operator import prometheus
 DEPLOY_DCGM = "nvidia.com/gpu.deploy.dcgm-exporter"
 
 
-def first_code(findings, key):
-    """``(layer, code)`` of the first error among ``findings`` (the validation report's are all errors)."""
-    errors = [f for f in findings if f.get("severity", "error") == "error"]
-    return (errors[0]["layer"], errors[0][key]) if errors else (None, None)
+def assert_one_judgement(bed, work, rows, expected, skip=()):
+    """Node triage (given each host's NVML facts) and the audit name the same first ``(layer, code)`` of each node
+    in ``expected`` as the validation report's ``rows``, and no failure on the other GPU nodes of ``rows`` (but those
+    in ``skip``): one judgement of a node."""
+    expected = {n: expected.get(n, (None, None)) for n in rows if n not in skip}
+    for workflow, found in Workflows(bed, work).first_judged(rows).items():
+        assert {n: found.get(n) for n in expected} == expected, workflow
 
 
 @pytest.fixture
@@ -132,26 +134,23 @@ def test_driver_toolkit_and_device_plugin_faults_are_named_with_evidence_and_fai
     assert any("nvidia.com/gpu=0 but NVML counts 1 GPUs" in e for e in rows[t4]["evidence"])
     # the lower layers' symptoms further up are findings too, but the verdict is the lowest layer
     assert "scheduling" in {f["layer"] for f in rows[a]["findings"]}
-    # one judgement of a node: node triage (given each host's NVML facts) and the audit name the same layer and code
-    workflows = Workflows(gpu_operator.bed, tmp_path)
-    triaged, snapshot = workflows.triage_nodes("triage"), json.loads(workflows.audit("audit")[0])
-    first = {
-        "validate": {
-            n: first_code([f for f in r["findings"] if f["layer"] == r["failing_layer"]], "code")
-            for n, r in rows.items()
+    assert_one_judgement(
+        gpu_operator.bed,
+        tmp_path,
+        rows,
+        {
+            a: ("driver", "DriverCrashLoop"),
+            b: ("toolkit", "RuntimeNotConfigured"),
+            t4: ("device-plugin", "DevicePluginNotAdvertising"),
         },
-        "triage": {n: first_code(r["findings"], "reason") for n, r in triaged.items()},
-        "audit": {r["node_name"]: first_code(r["judgement"]["findings"], "code") for r in snapshot["fleet"]},
-    }
-    expected = {a: ("driver", "DriverCrashLoop"), b: ("toolkit", "RuntimeNotConfigured")}
-    expected[t4] = ("device-plugin", "DevicePluginNotAdvertising")
-    for workflow, found in first.items():
-        assert {n: found[n] for n in expected} == expected, workflow
+    )
     rc, _report, out = validate.run(gpu_validate_fail_on="layers", gpu_validate_fail_on_layers=["monitoring"])
     assert rc == 0, out[-3000:]
 
 
-def test_xid_validator_and_untolerated_taint_are_gpu_health_driver_and_scheduling(validate, gpu_operator, nodes):
+def test_xid_validator_and_untolerated_taint_are_gpu_health_driver_and_scheduling(
+    validate, gpu_operator, nodes, tmp_path
+):
     op = gpu_operator
     a, b, t4 = nodes
     op.fault(a, "xid79")
@@ -166,6 +165,9 @@ def test_xid_validator_and_untolerated_taint_are_gpu_health_driver_and_schedulin
     assert any("unhealthy" in e for e in rows[a]["evidence"])
     assert any("driver-validation" in e for e in rows[b]["evidence"])
     assert any("had untolerated taint" in e for e in rows[t4]["evidence"])
+    # the t4's untolerated taint is the smoke pod's finding (about a pod), not the node's judgement
+    judged = {a: ("gpu-health", "UnhealthyGPUs"), b: ("driver", "ValidatorFailing")}
+    assert_one_judgement(gpu_operator.bed, tmp_path, rows, judged, skip=[t4])
 
 
 def test_a_node_a_remediation_system_quarantined_is_named_quarantined_with_its_owner_not_a_failure(

@@ -19,6 +19,7 @@ __metaclass__ = type
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import key_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.dra_judgement import device_taint_fix
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
+    about_nodes,
     event_evidence,
     finding,
 )
@@ -97,22 +98,24 @@ def _elsewhere(claims, claim, candidates, evidence):
     status = claim["status"]
     where = sorted(n for n in claims.nodes if claims.allocated_on(claim, n))
     users = sorted("%s/%s" % (claims.ns, r.get("name")) for r in status.get("reservedFor") or [])
-    return finding(
-        "dra",
-        "ClaimAllocatedElsewhere",
-        "error",
-        "ResourceClaim %s is allocated on %s%s, but pod %s can only go to %s (cordon, taints, selectors)"
-        % (
-            key_of(claim),
-            ", ".join(where) or "no known node",
-            " (in use by %s)" % ", ".join(users) if users else "",
-            claims.key,
-            ", ".join(candidates) or "no GPU node",
+    return about_nodes(
+        where,
+        finding(
+            "dra",
+            "ClaimAllocatedElsewhere",
+            "error",
+            "ResourceClaim %s is allocated on %s%s, but pod %s can only go to %s (cordon, taints, selectors)"
+            % (
+                key_of(claim),
+                ", ".join(where) or "no known node",
+                " (in use by %s)" % ", ".join(users) if users else "",
+                claims.key,
+                ", ".join(candidates) or "no GPU node",
+            ),
+            "A claim's devices stay where they were allocated: let the pod run on %s (its nodeSelector/affinity), "
+            "or give each pod its own claim through a ResourceClaimTemplate." % (", ".join(where) or "that node"),
+            dict(evidence, allocation_nodes=where, reserved_for=users, candidates=list(candidates)),
         ),
-        "A claim's devices stay where they were allocated: let the pod run on %s (its nodeSelector/affinity), "
-        "or give each pod its own claim through a ResourceClaimTemplate." % (", ".join(where) or "that node"),
-        dict(evidence, allocation_nodes=where, reserved_for=users, candidates=list(candidates)),
-        nodes=where,
     )
 
 
@@ -143,77 +146,87 @@ def _cause(claims, cause, claim, rows, evidence, candidates):
         )
     if cause == "selectors":
         offered = {n: claims.offered(n) for n in nodes}
-        return finding(
-            "dra",
-            "NoMatchingDevice",
-            "error",
-            "no device on %s satisfies %s (class %s%s)"
-            % (
-                ", ".join(nodes),
-                name,
-                detail["device_class"],
-                "; selectors: %s" % " && ".join(detail["selectors"]) if detail["selectors"] else "",
+        return about_nodes(
+            nodes,
+            finding(
+                "dra",
+                "NoMatchingDevice",
+                "error",
+                "no device on %s satisfies %s (class %s%s)"
+                % (
+                    ", ".join(nodes),
+                    name,
+                    detail["device_class"],
+                    "; selectors: %s" % " && ".join(detail["selectors"]) if detail["selectors"] else "",
+                ),
+                "Change the selectors to what the nodes publish (evidence: offered), or run the pod where such "
+                "devices are; gpu_cluster_info lists every device with its attributes.",
+                dict(ev, offered=offered),
             ),
-            "Change the selectors to what the nodes publish (evidence: offered), or run the pod where such "
-            "devices are; gpu_cluster_info lists every device with its attributes.",
-            dict(ev, offered=offered),
-            nodes=nodes,
         )
     if cause == "too-few":
         most = max(det["matching"] for _n, det in rows)
-        return finding(
-            "dra",
-            "ClaimLargerThanAnyNode",
-            "error",
-            "%s asks for %d device(s) of class %s, and no node it could use publishes more than %d that match (%s): "
-            "no node could ever satisfy it, however many devices are freed"
-            % (name, detail["need"], detail["device_class"], most, ", ".join(nodes)),
-            "Ask for at most %d device(s) per request (exactly.count), and spread the work over several pods, each "
-            "with its own claim (a ResourceClaimTemplate)." % most,
-            dict(ev, most_matching=most),
-            nodes=nodes,
+        return about_nodes(
+            nodes,
+            finding(
+                "dra",
+                "ClaimLargerThanAnyNode",
+                "error",
+                "%s asks for %d device(s) of class %s, and no node it could use publishes more than %d "
+                "that match (%s): no node could ever satisfy it, however many devices are freed"
+                % (name, detail["need"], detail["device_class"], most, ", ".join(nodes)),
+                "Ask for at most %d device(s) per request (exactly.count), and spread the work over several pods, each "
+                "with its own claim (a ResourceClaimTemplate)." % most,
+                dict(ev, most_matching=most),
+            ),
         )
     if cause == "taint":
         tainted = sorted({"%s %s" % (d, ", ".join(t)) for _n, det in rows for d, t in det["tainted"].items()})
-        return finding(
-            "dra",
-            "DeviceTaintNotTolerated",
-            "error",
-            "the only devices on %s that satisfy %s are tainted: %s" % (", ".join(nodes), name, "; ".join(tainted)),
-            device_taint_fix([t for _n, det in rows for ts in det["tainted"].values() for t in ts]),
-            ev,
-            nodes=nodes,
+        return about_nodes(
+            nodes,
+            finding(
+                "dra",
+                "DeviceTaintNotTolerated",
+                "error",
+                "the only devices on %s that satisfy %s are tainted: %s" % (", ".join(nodes), name, "; ".join(tainted)),
+                device_taint_fix([t for _n, det in rows for ts in det["tainted"].values() for t in ts]),
+                ev,
+            ),
         )
     if cause == "allocated":
         holders = {d: [h["claim"] for h in hs] for _n, det in rows for d, hs in det["holders"].items()}
         pods = sorted({p for _n, det in rows for hs in det["holders"].values() for h in hs for p in h["pods"]})
-        return finding(
-            "dra",
-            "DevicesAllocated",
-            "error",
-            "every device on %s that satisfies %s is allocated (needs %d, %d free): held by %s%s"
-            % (
-                ", ".join(nodes),
-                name,
-                detail["need"],
-                detail["free"],
-                ", ".join(sorted({c for cs in holders.values() for c in cs})),
-                " (pods %s)" % ", ".join(pods) if pods else "",
+        return about_nodes(
+            nodes,
+            finding(
+                "dra",
+                "DevicesAllocated",
+                "error",
+                "every device on %s that satisfies %s is allocated (needs %d, %d free): held by %s%s"
+                % (
+                    ", ".join(nodes),
+                    name,
+                    detail["need"],
+                    detail["free"],
+                    ", ".join(sorted({c for cs in holders.values() for c in cs})),
+                    " (pods %s)" % ", ".join(pods) if pods else "",
+                ),
+                "Wait for those pods to finish, delete claims nobody uses (a claim keeps its devices while it "
+                "exists), or ask for fewer devices.",
+                dict(ev, holders=holders),
             ),
-            "Wait for those pods to finish, delete claims nobody uses (a claim keeps its devices while it "
-            "exists), or ask for fewer devices.",
-            dict(ev, holders=holders),
-            nodes=nodes,
         )
-    return finding(
-        "dra",
-        "NoDevicesOnNodes",
-        "error" if len(rows) == candidates else "info",
-        "%s: %s publish no device the scheduler can allocate (no ResourceSlice, or an incomplete pool)"
-        % (name, ", ".join(nodes)),
-        "See the node findings of the dra layer.",
-        ev,
-        nodes=nodes,
+    return about_nodes(
+        nodes,
+        finding(
+            "dra",
+            "NoDevicesOnNodes",
+            "error" if len(rows) == candidates else "info",
+            "%s: %s publish no device the scheduler can allocate (no ResourceSlice, or an incomplete pool)"
+            % (name, ", ".join(nodes)),
+            "See the node findings of the dra layer.",
+            ev,
+        ),
     )
 
 
@@ -222,16 +235,18 @@ def prepare_failure(claims, node_name, plugin_evidence):
     event = latest_event(claims.events, "FailedPrepareDynamicResources")
     if event is None:
         return None
-    return finding(
-        "dra",
-        "PrepareFailed",
-        "error",
-        "pod %s is scheduled on %s with its claims allocated, but the kubelet cannot prepare them: %s"
-        % (claims.key, node_name, event.get("message") or event.get("note")),
-        "The DRA driver's kubelet plugin on %s must run and be registered: see the dra layer of the node (its "
-        "plugin pod and log); the pod starts once the claims are prepared." % node_name,
-        dict(plugin_evidence, event=event_evidence(event)),
-        nodes=[node_name],
+    return about_nodes(
+        [node_name],
+        finding(
+            "dra",
+            "PrepareFailed",
+            "error",
+            "pod %s is scheduled on %s with its claims allocated, but the kubelet cannot prepare them: %s"
+            % (claims.key, node_name, event.get("message") or event.get("note")),
+            "The DRA driver's kubelet plugin on %s must run and be registered: see the dra layer of the node (its "
+            "plugin pod and log); the pod starts once the claims are prepared." % node_name,
+            dict(plugin_evidence, event=event_evidence(event)),
+        ),
     )
 
 
@@ -249,14 +264,16 @@ def extended_on_dra(key, requests, nodes, gpu_index):
     dra_nodes = sorted(n for n in gpu_index.by_node if gpu_index.raw_devices(n))
     if not missing or not dra_nodes:
         return None
-    return finding(
-        "dra",
-        "ExtendedResourceOnDRA",
-        "error",
-        "pod %s asks for %s, which no node advertises: this cluster offers its GPUs through DRA only (%d node(s) "
-        "publish devices of %s: %s)"
-        % (key, ", ".join(missing), len(dra_nodes), gpu_index.driver, ", ".join(dra_nodes)),
-        CLAIM_FIX % ", ".join(missing),
-        {"requested": missing, "dra_nodes": dra_nodes},
-        nodes=dra_nodes,
+    return about_nodes(
+        dra_nodes,
+        finding(
+            "dra",
+            "ExtendedResourceOnDRA",
+            "error",
+            "pod %s asks for %s, which no node advertises: this cluster offers its GPUs through DRA only (%d node(s) "
+            "publish devices of %s: %s)"
+            % (key, ", ".join(missing), len(dra_nodes), gpu_index.driver, ", ".join(dra_nodes)),
+            CLAIM_FIX % ", ".join(missing),
+            {"requested": missing, "dra_nodes": dra_nodes},
+        ),
     )

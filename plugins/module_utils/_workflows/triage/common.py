@@ -59,9 +59,9 @@ def named(objs, name):
     return next((o for o in objs or [] if name_of(o) == name), None)
 
 
-def finding(layer, reason, severity, message, fix=None, evidence=None, nodes=()):
-    """One finding: ``layer`` (one of :data:`LAYERS`), a stable ``reason`` code, ``severity``, text and evidence,
-    and the ``nodes`` it is about; a pod's diagnosis names the pods it concerns (``PodDiagnosis.add``)."""
+def finding(layer, reason, severity, message, fix=None, evidence=None):
+    """One finding: ``layer`` (one of :data:`LAYERS`), a stable ``reason`` code, ``severity``, text and evidence;
+    :func:`about_nodes` names the nodes it is about, a pod's diagnosis the pods (``PodDiagnosis.add``)."""
     return {
         "layer": layer,
         "reason": reason,
@@ -69,21 +69,24 @@ def finding(layer, reason, severity, message, fix=None, evidence=None, nodes=())
         "message": message,
         "fix": fix,
         "evidence": evidence or {},
-        "nodes": sorted({n for n in nodes if n}),
+        "nodes": [],
         "pods": [],
     }
 
 
+def about_nodes(nodes, found):
+    """``found`` (a :func:`finding`) about ``nodes``: their names, sorted, once each."""
+    found["nodes"] = sorted({n for n in nodes if n})
+    return found
+
+
 def from_judged(judged, node):
     """The triage finding of one finding of the shared judgement (``_operator.node_judgement``) about ``node``."""
-    return finding(
-        judged["layer"],
-        judged["code"],
-        judged["severity"],
-        judged["message"],
-        judged["fix"],
-        judged["details"],
-        nodes=[node],
+    return about_nodes(
+        [node],
+        finding(
+            judged["layer"], judged["code"], judged["severity"], judged["message"], judged["fix"], judged["details"]
+        ),
     )
 
 

@@ -49,7 +49,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.opera
     list_drivers,
     list_policies,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of, namespace_of, taint_text
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of, namespace_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.operand_judgement import (
     CRASH_REASONS,
     IMAGE_REASONS,
@@ -79,6 +79,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.tri
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.stack import (
     NodeStack,
     container_failure,
+    node_scheduling,
 )
 
 # --------------------------------------------------------------------------------------------------
@@ -205,31 +206,7 @@ def diagnose(snap, target):
         view = stack.view(name)
         if view["dra"]["expected"]:
             applicable.add("dra")
-        if view["unschedulable"]:
-            findings.append(
-                finding(
-                    "scheduling",
-                    "NodeCordoned",
-                    "warning",
-                    "node %s is cordoned: no new pod is placed on it" % name,
-                    "kubectl uncordon %s when maintenance is over." % name,
-                    nodes=[name],
-                )
-            )
-        gpu_taints = [t for t in view["taints"] if t["effect"] in ("NoSchedule", "NoExecute")]
-        if gpu_taints:
-            findings.append(
-                finding(
-                    "scheduling",
-                    "NodeTaints",
-                    "info",
-                    "node %s has taints %s: pods must tolerate them"
-                    % (name, ", ".join(taint_text(t) for t in gpu_taints)),
-                    None,
-                    {"taints": gpu_taints},
-                    nodes=[name],
-                )
-            )
+        findings.extend(node_scheduling(view))
     else:
         applicable |= {"scheduling", "quota", "preemption"}
         if snap.kueue is not None or snap.volcano is not None:

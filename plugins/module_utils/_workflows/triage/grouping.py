@@ -19,6 +19,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, taint_text, to_int
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
+    about_nodes,
     finding,
     format_requests,
 )
@@ -49,14 +50,16 @@ class FilterGroups:
         names = [m[0] for m in members]
         if kind == "unschedulable":
             return [
-                finding(
-                    "scheduling",
-                    "NodeCordoned",
-                    self.severity,
-                    "%d GPU node(s) are cordoned (unschedulable): %s" % (len(names), ", ".join(names)),
-                    "Uncordon them (kubectl uncordon NODE) once maintenance is over.",
-                    self.evidence,
-                    nodes=names,
+                about_nodes(
+                    names,
+                    finding(
+                        "scheduling",
+                        "NodeCordoned",
+                        self.severity,
+                        "%d GPU node(s) are cordoned (unschedulable): %s" % (len(names), ", ".join(names)),
+                        "Uncordon them (kubectl uncordon NODE) once maintenance is over.",
+                        self.evidence,
+                    ),
                 )
             ]
         if kind == "taint":
@@ -84,22 +87,24 @@ class FilterGroups:
             taint = {"key": key, "value": value, "effect": effect}
             free = {n: self._free_gpus(n) for n in nodes}
             out.append(
-                finding(
-                    "scheduling",
-                    "UntoleratedTaint",
-                    self.severity,
-                    "%d GPU node(s) have taint %s that the pod does not tolerate: %s"
-                    % (
-                        len(nodes),
-                        taint_text(taint),
-                        ", ".join(
-                            "%s (%s free)" % (n, format_requests(free[n]) if free[n] else "nothing") for n in nodes
+                about_nodes(
+                    nodes,
+                    finding(
+                        "scheduling",
+                        "UntoleratedTaint",
+                        self.severity,
+                        "%d GPU node(s) have taint %s that the pod does not tolerate: %s"
+                        % (
+                            len(nodes),
+                            taint_text(taint),
+                            ", ".join(
+                                "%s (%s free)" % (n, format_requests(free[n]) if free[n] else "nothing") for n in nodes
+                            ),
                         ),
+                        "Add a toleration {key: %s, operator: Exists, effect: %s} to the pod, or remove the taint "
+                        "(kubectl taint nodes %s %s:%s-)." % (key, effect, " ".join(nodes), key, effect),
+                        dict(self.evidence, taint=taint, free=free),
                     ),
-                    "Add a toleration {key: %s, operator: Exists, effect: %s} to the pod, or remove the taint "
-                    "(kubectl taint nodes %s %s:%s-)." % (key, effect, " ".join(nodes), key, effect),
-                    dict(self.evidence, taint=taint, free=free),
-                    nodes=nodes,
                 )
             )
         return out
@@ -108,14 +113,16 @@ class FilterGroups:
         names = [m[0] for m in members]
         mismatches = {name: detail["mismatches"] for name, detail in members}
         keys = sorted({"%s %s" % (m["source"], m["key"]) for ms in mismatches.values() for m in ms})
-        return finding(
-            "scheduling",
-            "NodeSelectorMismatch",
-            self.severity,
-            "%d GPU node(s) do not match the pod's %s: %s" % (len(names), ", ".join(keys), ", ".join(names)),
-            "Fix the pod's nodeSelector/affinity, or label the nodes it should run on.",
-            dict(self.evidence, mismatches=mismatches),
-            nodes=names,
+        return about_nodes(
+            names,
+            finding(
+                "scheduling",
+                "NodeSelectorMismatch",
+                self.severity,
+                "%d GPU node(s) do not match the pod's %s: %s" % (len(names), ", ".join(keys), ", ".join(names)),
+                "Fix the pod's nodeSelector/affinity, or label the nodes it should run on.",
+                dict(self.evidence, mismatches=mismatches),
+            ),
         )
 
     def _resources(self, members):
@@ -156,19 +163,21 @@ class FilterGroups:
                 "Request one of the advertised resources, or partition MIG-capable nodes (%s) with "
                 "nvidia.com/mig.config=all-<profile> under MIG strategy mixed." % (", ".join(capable) or "none")
             )
-        return finding(
-            "scheduling",
-            "MIGResourceName",
-            self.severity,
-            msg,
-            fix,
-            dict(
-                self.evidence,
-                requested=res,
-                advertised={k: sorted(v) for k, v in offered.items()},
-                nodes_mig=mig_nodes,
+        return about_nodes(
+            nodes,
+            finding(
+                "scheduling",
+                "MIGResourceName",
+                self.severity,
+                msg,
+                fix,
+                dict(
+                    self.evidence,
+                    requested=res,
+                    advertised={k: sorted(v) for k, v in offered.items()},
+                    nodes_mig=mig_nodes,
+                ),
             ),
-            nodes=nodes,
         )
 
     def _insufficient(self, res, rows):
@@ -195,14 +204,16 @@ class FilterGroups:
             message += "; %s advertise(s) 0 (see the driver, toolkit and device-plugin layers)" % ", ".join(
                 sorted(zero)
             )
-        return finding(
-            "scheduling",
-            "InsufficientGPU",
-            self.severity,
-            message,
-            "Lower the request to at most %d, wait for GPU pods to finish, or add GPU nodes." % best[1]["free"]
-            if best[1]["free"] > 0
-            else "Wait for GPU pods on these nodes to finish, preempt them with a higher priority, or add nodes.",
-            dict(self.evidence, resource=res, per_node=detail),
-            nodes=[r[0] for r in rows],
+        return about_nodes(
+            [r[0] for r in rows],
+            finding(
+                "scheduling",
+                "InsufficientGPU",
+                self.severity,
+                message,
+                "Lower the request to at most %d, wait for GPU pods to finish, or add GPU nodes." % best[1]["free"]
+                if best[1]["free"] > 0
+                else "Wait for GPU pods on these nodes to finish, preempt them with a higher priority, or add nodes.",
+                dict(self.evidence, resource=res, per_node=detail),
+            ),
         )

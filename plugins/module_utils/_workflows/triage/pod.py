@@ -32,6 +32,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.tri
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.claims import PodClaims
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
     DEFAULT_SCHEDULER,
+    about_nodes,
     event_evidence,
     finding,
 )
@@ -146,17 +147,19 @@ class PodDiagnosis:
         if self.status.get("phase") == "Failed":
             reason = self.status.get("reason")
             self.add(
-                finding(
-                    "device-plugin" if reason == "UnexpectedAdmissionError" else "scheduling",
-                    "AdmissionRejected" if reason == "UnexpectedAdmissionError" else "PodFailed",
-                    "error",
-                    "pod %s failed on %s: %s %s" % (self.key, node_name, reason, self.status.get("message") or ""),
-                    "The kubelet could not allocate the devices: the device plugin and the kubelet disagree on "
-                    "free GPUs; check the device plugin's log on the node and recreate the pod."
-                    if reason == "UnexpectedAdmissionError"
-                    else "Read the pod's events and container statuses.",
-                    {"reason": reason, "message": self.status.get("message")},
-                    nodes=[node_name],
+                about_nodes(
+                    [node_name],
+                    finding(
+                        "device-plugin" if reason == "UnexpectedAdmissionError" else "scheduling",
+                        "AdmissionRejected" if reason == "UnexpectedAdmissionError" else "PodFailed",
+                        "error",
+                        "pod %s failed on %s: %s %s" % (self.key, node_name, reason, self.status.get("message") or ""),
+                        "The kubelet could not allocate the devices: the device plugin and the kubelet disagree on "
+                        "free GPUs; check the device plugin's log on the node and recreate the pod."
+                        if reason == "UnexpectedAdmissionError"
+                        else "Read the pod's events and container statuses.",
+                        {"reason": reason, "message": self.status.get("message")},
+                    ),
                 )
             )
 
@@ -224,16 +227,18 @@ class PodDiagnosis:
             largest = max(sizes.values() or [0])
             if 0 < largest < amount:
                 biggest = sorted(n for n, size in sizes.items() if size == largest)
-                return finding(
-                    "scheduling",
-                    "LargerThanAnyNode",
-                    "error",
-                    "pod %s asks for %d %s, and the largest node has %d (%s): no node could ever run it, however many "
-                    "GPUs are freed" % (self.key, amount, resource, largest, ", ".join(biggest[:5])),
-                    "Ask for at most %d %s per pod: split the work across pods (a multi-node job with %d per "
-                    "worker), or add nodes with %d or more." % (largest, resource, largest, amount),
-                    {"requested": {resource: amount}, "largest_nodes": biggest, "largest": largest},
-                    nodes=biggest,
+                return about_nodes(
+                    biggest,
+                    finding(
+                        "scheduling",
+                        "LargerThanAnyNode",
+                        "error",
+                        "pod %s asks for %d %s, and the largest node has %d (%s): no node could ever run it, "
+                        "however many GPUs are freed" % (self.key, amount, resource, largest, ", ".join(biggest[:5])),
+                        "Ask for at most %d %s per pod: split the work across pods (a multi-node job with %d per "
+                        "worker), or add nodes with %d or more." % (largest, resource, largest, amount),
+                        {"requested": {resource: amount}, "largest_nodes": biggest, "largest": largest},
+                    ),
                 )
         return None
 
@@ -254,19 +259,21 @@ class PodDiagnosis:
         severity = "info" if fits_somewhere else "error"
         if fits_somewhere:
             self.add(
-                finding(
-                    "scheduling",
-                    "FitsNow",
-                    "info",
-                    "pod %s: the GPUs it asks for are free on %s now%s"
-                    % (
-                        self.key,
-                        ", ".join(c for c in self.candidates if self.classified[c][0] is None),
-                        " (last FailedScheduling: %s)" % self.event["message"] if self.event else "",
+                about_nodes(
+                    [c for c in self.candidates if self.classified[c][0] is None],
+                    finding(
+                        "scheduling",
+                        "FitsNow",
+                        "info",
+                        "pod %s: the GPUs it asks for are free on %s now%s"
+                        % (
+                            self.key,
+                            ", ".join(c for c in self.candidates if self.classified[c][0] is None),
+                            " (last FailedScheduling: %s)" % self.event["message"] if self.event else "",
+                        ),
+                        "Wait for the next scheduling attempt; if it stays Pending, check the kube-scheduler.",
+                        ev,
                     ),
-                    "Wait for the next scheduling attempt; if it stays Pending, check the kube-scheduler.",
-                    ev,
-                    nodes=[c for c in self.candidates if self.classified[c][0] is None],
                 )
             )
         grouped = FilterGroups(self.stack, self.requests, severity, ev)
@@ -312,13 +319,15 @@ class PodDiagnosis:
             )
         if non_gpu and self.requests:
             self.add(
-                finding(
-                    "scheduling",
-                    "NodesWithoutGPUs",
-                    "info",
-                    "%d node(s) have no GPUs: %s" % (len(non_gpu), ", ".join(non_gpu)),
-                    None,
-                    nodes=non_gpu,
+                about_nodes(
+                    non_gpu,
+                    finding(
+                        "scheduling",
+                        "NodesWithoutGPUs",
+                        "info",
+                        "%d node(s) have no GPUs: %s" % (len(non_gpu), ", ".join(non_gpu)),
+                        None,
+                    ),
                 )
             )
 

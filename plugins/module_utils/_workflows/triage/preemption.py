@@ -13,7 +13,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import key_of
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import finding, named
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
+    about_nodes,
+    finding,
+    named,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.sched import (
     is_terminal,
     pod_requests,
@@ -40,15 +44,17 @@ def preemption_findings(snap, pod, short_nodes, scheduler_preemption):
     }
     if status.get("nominatedNodeName"):
         return [
-            finding(
-                "preemption",
-                "PreemptionInProgress",
-                "info",
-                "the scheduler nominated %s for pod %s and is preempting lower-priority pods there"
-                % (status["nominatedNodeName"], key),
-                "Wait for the victims to terminate.",
-                ev,
-                nodes=[status["nominatedNodeName"]],
+            about_nodes(
+                [status["nominatedNodeName"]],
+                finding(
+                    "preemption",
+                    "PreemptionInProgress",
+                    "info",
+                    "the scheduler nominated %s for pod %s and is preempting lower-priority pods there"
+                    % (status["nominatedNodeName"], key),
+                    "Wait for the victims to terminate.",
+                    ev,
+                ),
             )
         ]
     if not short_nodes:
@@ -69,39 +75,45 @@ def preemption_findings(snap, pod, short_nodes, scheduler_preemption):
     victim_nodes = sorted({v["node"] for v in victims})
     if victims and policy == "Never":
         return [
-            finding(
-                "preemption",
-                "PreemptionDisabled",
-                "error",
-                "pod %s has preemptionPolicy Never: it will not preempt the %d lower-priority GPU pod(s) on %s"
-                % (key, len(victims), ", ".join(victim_nodes)),
-                "Use a PriorityClass with preemptionPolicy PreemptLowerPriority, or wait for GPUs to free up.",
-                ev,
-                nodes=victim_nodes,
+            about_nodes(
+                victim_nodes,
+                finding(
+                    "preemption",
+                    "PreemptionDisabled",
+                    "error",
+                    "pod %s has preemptionPolicy Never: it will not preempt the %d lower-priority GPU pod(s) on %s"
+                    % (key, len(victims), ", ".join(victim_nodes)),
+                    "Use a PriorityClass with preemptionPolicy PreemptLowerPriority, or wait for GPUs to free up.",
+                    ev,
+                ),
             )
         ]
     if not victims:
         return [
-            finding(
-                "preemption",
-                "PreemptionNotPossible",
-                "warning",
-                "preemption cannot help pod %s (priority %d%s): no GPU pod with a lower priority runs on %s"
-                % (key, priority, ", class %s" % name if name else "", ", ".join(short_nodes)),
-                "Give the pod a higher PriorityClass (one with preemptionPolicy PreemptLowerPriority), or wait for "
-                "the GPU pods to finish.",
-                ev,
-                nodes=short_nodes,
+            about_nodes(
+                short_nodes,
+                finding(
+                    "preemption",
+                    "PreemptionNotPossible",
+                    "warning",
+                    "preemption cannot help pod %s (priority %d%s): no GPU pod with a lower priority runs on %s"
+                    % (key, priority, ", class %s" % name if name else "", ", ".join(short_nodes)),
+                    "Give the pod a higher PriorityClass (one with preemptionPolicy PreemptLowerPriority), or wait for "
+                    "the GPU pods to finish.",
+                    ev,
+                ),
             )
         ]
     return [
-        finding(
-            "preemption",
-            "PreemptionPossible",
-            "info",
-            "%d lower-priority GPU pod(s) could be preempted for pod %s" % (len(victims), key),
-            "The scheduler preempts on its next attempt unless PodDisruptionBudgets or other filters prevent it.",
-            ev,
-            nodes=victim_nodes,
+        about_nodes(
+            victim_nodes,
+            finding(
+                "preemption",
+                "PreemptionPossible",
+                "info",
+                "%d lower-priority GPU pod(s) could be preempted for pod %s" % (len(victims), key),
+                "The scheduler preempts on its next attempt unless PodDisruptionBudgets or other filters prevent it.",
+                ev,
+            ),
         )
     ]

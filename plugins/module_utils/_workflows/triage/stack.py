@@ -21,13 +21,14 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.clust
     operands_by_node,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import DraIndex, missing_classes
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of, taint_text
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import Context, judge_node
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.operand_judgement import (
     CRASH_REASONS,
     IMAGE_REASONS,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
+    about_nodes,
     event_evidence,
     finding,
     from_judged,
@@ -37,6 +38,34 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.tri
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.sched import (
     node_requested,
 )
+
+
+def node_scheduling(view):
+    """The ``scheduling`` findings of a node by itself: cordoned, and the taints a pod must tolerate."""
+    name, out = view["name"], []
+    if view["unschedulable"]:
+        out.append(
+            finding(
+                "scheduling",
+                "NodeCordoned",
+                "warning",
+                "node %s is cordoned: no new pod is placed on it" % name,
+                "kubectl uncordon %s when maintenance is over." % name,
+            )
+        )
+    taints = [t for t in view["taints"] if t["effect"] in ("NoSchedule", "NoExecute")]
+    if taints:
+        out.append(
+            finding(
+                "scheduling",
+                "NodeTaints",
+                "info",
+                "node %s has taints %s: pods must tolerate them" % (name, ", ".join(taint_text(t) for t in taints)),
+                None,
+                {"taints": taints},
+            )
+        )
+    return [about_nodes([name], f) for f in out]
 
 
 def container_failure(pod):
@@ -154,13 +183,15 @@ class NodeStack:
         out = [from_judged(j, name) for j in judge_node(view, self.snap.nvml.get(name), context)]
         if self.policy is None:
             out.append(
-                finding(
-                    "driver",
-                    "NoClusterPolicy",
-                    "info",
-                    "no GPU Operator ClusterPolicy: driver, toolkit and device plugin pods were not checked",
-                    "Install the GPU Operator, or ignore this if the GPU stack is managed another way.",
-                    nodes=[name],
+                about_nodes(
+                    [name],
+                    finding(
+                        "driver",
+                        "NoClusterPolicy",
+                        "info",
+                        "no GPU Operator ClusterPolicy: driver, toolkit and device plugin pods were not checked",
+                        "Install the GPU Operator, or ignore this if the GPU stack is managed another way.",
+                    ),
                 )
             )
         return out

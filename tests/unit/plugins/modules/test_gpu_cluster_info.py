@@ -2,55 +2,32 @@
 
 from __future__ import annotations
 
-from urllib.parse import parse_qs, urlsplit
-
 import module_harness as harness
 import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
-from module_harness import Resp, page
+from module_harness import ReadOnlyApiServer
 
 from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_cluster_info
 
 
-class FakeApiServer:
-    """Serves LISTs from in-memory collections, paginating with limit/continue like the API server."""
-
-    def __init__(self, nodes=(), pods=(), policies=(), drivers=(), missing=(), forbidden=(), dra=None):
-        self.collections = {
-            "/api/v1/nodes": list(nodes),
-            "/api/v1/namespaces/gpu-operator/pods": list(pods),
-            "/api/v1/pods": [],  # the operator's own pods (none: the namespace is the conventional one)
-            "/apis/nvidia.com/v1/clusterpolicies": list(policies),
-            "/apis/nvidia.com/v1alpha1/nvidiadrivers": list(drivers),
-        }
-        if dra is not None:  # (slices, classes, claims): a cluster that serves resource.k8s.io/v1
-            for plural, items in zip(("resourceslices", "deviceclasses", "resourceclaims"), dra):
-                self.collections["/apis/resource.k8s.io/v1/" + plural] = list(items)
-        self.missing, self.forbidden = set(missing), set(forbidden)
-        self.paths = []
-
-    def request(self, method, url, body=None, headers=None, timeout=None, retries=None):
-        assert method == "GET", "gpu_cluster_info must only read"
-        parts = urlsplit(url)
-        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
-        self.paths.append((parts.path, query))
-        if parts.path == "/version":
-            return Resp(200, {"gitVersion": "v1.33.1", "major": "1", "minor": "33", "platform": "linux/amd64"})
-        if parts.path in self.forbidden:
-            return Resp(403, {"message": "forbidden"}, "Forbidden")
-        if parts.path in self.missing or parts.path not in self.collections:
-            return Resp(404, {"message": "the server could not find the requested resource"}, "Not Found")
-        items = self.collections[parts.path]
-        if "labelSelector" in query:
-            key, _unused, value = query["labelSelector"].partition("=")
-            items = [i for i in items if i["metadata"].get("labels", {}).get(key) == value]
-        if "fieldSelector" in query and parts.path.endswith("/events"):
-            assert query["fieldSelector"] == "involvedObject.kind=Node,reason=GPUDriverUpgrade"
-        elif "fieldSelector" in query:
-            assert query["fieldSelector"].startswith("spec.driver="), "only ResourceSlices are field-selected"
-            items = [i for i in items if i["spec"]["driver"] == query["fieldSelector"].partition("=")[2]]
-        return page(items, query)
+def stub_server(nodes=(), pods=(), policies=(), drivers=(), missing=(), forbidden=(), dra=None):
+    """The API server (a v1.33 one) holding ``nodes``, the operator's ``pods`` in gpu-operator, ClusterPolicies and
+    NVIDIADrivers; with ``dra`` (slices, classes, claims) it serves resource.k8s.io/v1; ``missing`` paths are not
+    served and ``forbidden`` ones refused."""
+    collections = {
+        "/api/v1/nodes": list(nodes),
+        "/api/v1/namespaces/gpu-operator/pods": list(pods),
+        "/api/v1/pods": [],  # the operator's own pods (none: the namespace is the conventional one)
+        "/apis/nvidia.com/v1/clusterpolicies": list(policies),
+        "/apis/nvidia.com/v1alpha1/nvidiadrivers": list(drivers),
+    }
+    if dra is not None:
+        for plural, items in zip(("resourceslices", "deviceclasses", "resourceclaims"), dra):
+            collections["/apis/resource.k8s.io/v1/" + plural] = list(items)
+    for path in missing:
+        collections.pop(path)
+    return ReadOnlyApiServer("gpu_cluster_info", collections, forbidden=forbidden, version="v1.33.1")
 
 
 def run_module(server, monkeypatch, **args):
@@ -80,7 +57,7 @@ POLICY = {"metadata": {"name": "cluster-policy"}, "spec": {}, "status": {"state"
 
 
 def test_returns_the_gpu_view_and_reports_no_change(monkeypatch):
-    server = FakeApiServer(
+    server = stub_server(
         nodes=[gpu_node("g0"), gpu_node("g1"), CPU_NODE],
         pods=[operand("nvidia-driver-daemonset-a", "g0", "nvidia-driver-daemonset")],
         policies=[POLICY],
@@ -98,12 +75,12 @@ def test_returns_the_gpu_view_and_reports_no_change(monkeypatch):
 def test_makes_one_request_per_list_page_and_never_one_per_node(monkeypatch):
     nodes = [gpu_node("g%03d" % i) for i in range(120)]
     pods = [operand("p%03d" % i, "g%03d" % i, "nvidia-device-plugin-daemonset") for i in range(120)]
-    server = FakeApiServer(nodes=nodes, pods=pods, policies=[POLICY])
+    server = stub_server(nodes=nodes, pods=pods, policies=[POLICY])
     result = run_module(server, monkeypatch, page_size=50)
     # version + 3 node pages + 3 pod pages + 1 ClusterPolicy page + 1 NVIDIADriver page + 1 ResourceSlice LIST (404)
-    assert result["api_requests"] == 10 == len(server.paths)
-    assert all(query.get("limit") == "50" for path, query in server.paths if path != "/version")
-    assert [q["fieldSelector"] for _p, q in server.paths if "fieldSelector" in q] == ["spec.driver=gpu.nvidia.com"]
+    assert result["api_requests"] == 10 == len(server.requests)
+    assert all(query.get("limit") == "50" for path, query in server.requests if path != "/version")
+    assert [q["fieldSelector"] for _p, q in server.requests if "fieldSelector" in q] == ["spec.driver=gpu.nvidia.com"]
 
 
 def test_a_thousand_gpu_nodes_with_seven_operands_each_take_nine_requests_by_default(monkeypatch):
@@ -118,11 +95,11 @@ def test_a_thousand_gpu_nodes_with_seven_operands_each_take_nine_requests_by_def
         "nvidia-mig-manager",
     ]
     pods = [operand("%s-%04d" % (app, i), "g%04d" % i, app) for i in range(1000) for app in apps]
-    server = FakeApiServer(nodes=nodes, pods=pods, policies=[POLICY], dra=([], [], []))
+    server = stub_server(nodes=nodes, pods=pods, policies=[POLICY], dra=([], [], []))
     result = run_module(server, monkeypatch)
     # version + 1 node page + 4 pod pages (7,000 / 2,000) + ClusterPolicies + NVIDIADrivers + ResourceSlices (none,
     # so no DeviceClass or ResourceClaim LIST)
-    assert result["api_requests"] == 9 == len(server.paths)
+    assert result["api_requests"] == 9 == len(server.requests)
     assert result["totals"]["nodes"] == 1000 and result["totals"]["operand_pods"] == 7000
     assert all(len(n["operands"]) == 7 for n in result["nodes"].values()), "every page was followed"
 
@@ -139,7 +116,7 @@ def fleet_with_one_cordoned_node():
     nodes[1]["spec"]["unschedulable"] = True
     app = "nvidia-device-plugin-daemonset"
     pods = [operand("%s-%d" % (app, i), "g%d" % i, app) for i in range(3)]
-    return FakeApiServer(nodes=nodes, pods=pods, policies=[POLICY])
+    return stub_server(nodes=nodes, pods=pods, policies=[POLICY])
 
 
 def test_by_default_only_the_nodes_with_a_problem_are_returned_with_totals_of_all_in_the_same_requests(monkeypatch):
@@ -172,14 +149,14 @@ def test_node_detail_outside_its_choices_is_rejected(monkeypatch):
 
 
 def test_label_selector_is_sent_to_the_api_server_and_not_filtered_again(monkeypatch):
-    server = FakeApiServer(nodes=[gpu_node("g0", pool="canary"), gpu_node("g1")])
+    server = stub_server(nodes=[gpu_node("g0", pool="canary"), gpu_node("g1")])
     result = run_module(server, monkeypatch, label_selector="gpuops.io/pool=canary")
     assert list(result["nodes"]) == ["g0"]
-    assert ("/api/v1/nodes", {"labelSelector": "gpuops.io/pool=canary", "limit": "2000"}) in server.paths
+    assert ("/api/v1/nodes", {"labelSelector": "gpuops.io/pool=canary", "limit": "2000"}) in server.requests
 
 
 def test_operator_namespace_selects_where_operand_pods_are_listed(monkeypatch):
-    server = FakeApiServer(nodes=[gpu_node("g0")])
+    server = stub_server(nodes=[gpu_node("g0")])
     server.collections["/api/v1/namespaces/nvidia-gpu-operator/pods"] = [
         operand("nvidia-dcgm-exporter-x", "g0", "nvidia-dcgm-exporter")
     ]
@@ -188,7 +165,7 @@ def test_operator_namespace_selects_where_operand_pods_are_listed(monkeypatch):
 
 
 def test_missing_gpu_operator_crds_are_not_an_error(monkeypatch):
-    server = FakeApiServer(
+    server = stub_server(
         nodes=[gpu_node("g0")],
         missing=["/apis/nvidia.com/v1/clusterpolicies", "/apis/nvidia.com/v1alpha1/nvidiadrivers"],
     )
@@ -199,19 +176,19 @@ def test_missing_gpu_operator_crds_are_not_an_error(monkeypatch):
 
 
 def test_missing_rbac_fails_with_the_permission_to_grant(monkeypatch):
-    server = FakeApiServer(nodes=[gpu_node("g0")], forbidden=["/api/v1/namespaces/gpu-operator/pods"])
+    server = stub_server(nodes=[gpu_node("g0")], forbidden=["/api/v1/namespaces/gpu-operator/pods"])
     result = run_module(server, monkeypatch)
     assert result["_kind"] == "fail" and result["status"] == 403
     assert "grant this user RBAC permission to list pods in namespace gpu-operator" in result["msg"]
 
 
 def test_page_size_below_one_is_rejected(monkeypatch):
-    result = run_module(FakeApiServer(), monkeypatch, page_size=0)
+    result = run_module(stub_server(), monkeypatch, page_size=0)
     assert result["_kind"] == "fail" and "option page_size: 0 is refused" in result["msg"]
 
 
 def test_check_mode_returns_the_same_data(monkeypatch):
-    server = FakeApiServer(nodes=[gpu_node("g0")])
+    server = stub_server(nodes=[gpu_node("g0")])
     normal = run_module(server, monkeypatch)
     checked = run_module(server, monkeypatch, _ansible_check_mode=True)
     assert checked["nodes"] == normal["nodes"] and checked["changed"] is False
@@ -311,7 +288,7 @@ GPU_CLASS = {
 
 def test_a_dra_node_reports_its_mode_devices_and_the_claims_holding_them(monkeypatch):
     claim = allocated_claim("ml", "train-0-gpu-x7k2p", "d0", "gpu-3")
-    server = FakeApiServer(nodes=[dra_node("d0"), gpu_node("g0")], dra=([resource_slice("d0")], [GPU_CLASS], [claim]))
+    server = stub_server(nodes=[dra_node("d0"), gpu_node("g0")], dra=([resource_slice("d0")], [GPU_CLASS], [claim]))
     result = run_module(server, monkeypatch)
     assert result["_kind"] == "exit"
     assert (result["nodes"]["d0"]["mode"], result["nodes"]["g0"]["mode"]) == ("dra", "extended-resource")
@@ -332,7 +309,7 @@ def test_a_thousand_dra_nodes_with_three_operands_and_two_thousand_claims_take_e
     claims = [
         allocated_claim("ml", "c-%s-%d" % (n, i), n, "gpu-%d" % i, "p-%s-%d" % (n, i)) for n in names for i in (0, 1)
     ]
-    server = FakeApiServer(
+    server = stub_server(
         nodes=[dra_node(n) for n in names],
         pods=pods,
         dra=([resource_slice(n) for n in names], [GPU_CLASS], claims),
@@ -340,13 +317,13 @@ def test_a_thousand_dra_nodes_with_three_operands_and_two_thousand_claims_take_e
     result = run_module(server, monkeypatch)
     # version + nodes + 2 pod pages (3,000) + ClusterPolicies + NVIDIADrivers + GPUClusters (no ClusterPolicy) + the
     # operator's pods (no ClusterPolicy reports its namespace) + ResourceSlices + DeviceClasses + ResourceClaims
-    assert result["api_requests"] == 11 == len(server.paths)
+    assert result["api_requests"] == 11 == len(server.requests)
     assert result["totals"]["modes"] == {"dra": 1000}
     assert (result["totals"]["dra_devices"], result["totals"]["dra_devices_allocated"]) == (8000, 2000)
 
 
 def test_a_cluster_that_does_not_serve_resource_k8s_io_v1_has_no_dra_and_does_not_fail(monkeypatch):
-    server = FakeApiServer(nodes=[gpu_node("g0")])  # every resource.k8s.io path answers 404
+    server = stub_server(nodes=[gpu_node("g0")])  # every resource.k8s.io path answers 404
     result = run_module(server, monkeypatch)
     assert result["_kind"] == "exit"
     assert result["dra"]["served"] is False and result["dra"]["device_classes"] is None
@@ -354,22 +331,22 @@ def test_a_cluster_that_does_not_serve_resource_k8s_io_v1_has_no_dra_and_does_no
 
 
 def test_without_any_slice_of_the_driver_classes_and_claims_are_not_listed(monkeypatch):
-    server = FakeApiServer(nodes=[gpu_node("g0")], dra=([resource_slice("x", driver="net.example.com")], [], []))
+    server = stub_server(nodes=[gpu_node("g0")], dra=([resource_slice("x", driver="net.example.com")], [], []))
     result = run_module(server, monkeypatch)
-    listed = [p for p, _q in server.paths if p.startswith("/apis/resource.k8s.io/")]
+    listed = [p for p in server.paths() if p.startswith("/apis/resource.k8s.io/")]
     assert listed == ["/apis/resource.k8s.io/v1/resourceslices"]
     assert result["dra"]["served"] is True and result["dra"]["claims_listed"] is False
 
 
 def test_a_deleted_device_class_is_named(monkeypatch):
-    server = FakeApiServer(nodes=[dra_node("d0")], dra=([resource_slice("d0")], [], []))
+    server = stub_server(nodes=[dra_node("d0")], dra=([resource_slice("d0")], [], []))
     result = run_module(server, monkeypatch)
     assert result["dra"]["device_classes_missing"] == ["gpu.nvidia.com"]
     assert "DeviceClass gpu.nvidia.com does not exist" in result["dra"]["problems"][0]
 
 
 def test_dra_driver_selects_whose_slices_are_read(monkeypatch):
-    server = FakeApiServer(nodes=[dra_node("d0")], dra=([resource_slice("d0", driver="gpu.example.com")], [], []))
+    server = stub_server(nodes=[dra_node("d0")], dra=([resource_slice("d0", driver="gpu.example.com")], [], []))
     result = run_module(server, monkeypatch, dra_driver="gpu.example.com")
     assert (
         result["nodes"]["d0"]["dra"]["devices_total"] == 8
@@ -378,7 +355,7 @@ def test_dra_driver_selects_whose_slices_are_read(monkeypatch):
 
 
 def test_missing_rbac_on_resource_slices_fails_with_the_permission_to_grant(monkeypatch):
-    server = FakeApiServer(
+    server = stub_server(
         nodes=[dra_node("d0")], dra=([], [], []), forbidden=["/apis/resource.k8s.io/v1/resourceslices"]
     )
     result = run_module(server, monkeypatch)
@@ -390,10 +367,10 @@ UPGRADE_READS = ["/api/v1/pods", "/apis/policy/v1/poddisruptionbudgets", "/api/v
 
 def test_a_cluster_whose_driver_upgrades_are_done_costs_no_read_for_them(monkeypatch):
     done = gpu_node("g0", **{"nvidia.com/gpu-driver-upgrade-state": "upgrade-done"})
-    server = FakeApiServer(nodes=[done], policies=[POLICY])
+    server = stub_server(nodes=[done], policies=[POLICY])
     result = run_module(server, monkeypatch)
     assert result["driver_upgrades"] == []
-    assert not [p for p, _q in server.paths if p in UPGRADE_READS[1:]]
+    assert not [p for p in server.paths() if p in UPGRADE_READS[1:]]
 
 
 def test_a_driver_upgrade_held_by_the_skip_label_is_reported_with_its_cause_and_fix(monkeypatch):
@@ -401,11 +378,11 @@ def test_a_driver_upgrade_held_by_the_skip_label_is_reported_with_its_cause_and_
         "g0",
         **{"nvidia.com/gpu-driver-upgrade-state": "upgrade-required", "nvidia.com/gpu-driver-upgrade.skip": "true"},
     )
-    server = FakeApiServer(nodes=[held, gpu_node("g1")], policies=[POLICY])
+    server = stub_server(nodes=[held, gpu_node("g1")], policies=[POLICY])
     server.collections.update({UPGRADE_READS[1]: [], UPGRADE_READS[2]: []})
     result = run_module(server, monkeypatch)
     (entry,) = result["driver_upgrades"]
     assert (entry["node"], entry["state"], entry["stalled"]) == ("g0", "upgrade-required", True)
     assert "skip label nvidia.com/gpu-driver-upgrade.skip=true" in entry["cause"]
     assert entry["fix"] == "kubectl label node g0 nvidia.com/gpu-driver-upgrade.skip-"
-    assert [p for p, _q in server.paths if p in UPGRADE_READS] == UPGRADE_READS
+    assert [p for p in server.paths() if p in UPGRADE_READS] == UPGRADE_READS

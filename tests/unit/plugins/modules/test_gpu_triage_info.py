@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from urllib.parse import parse_qs, urlsplit
-
 import module_harness as harness
 import pytest
-from module_harness import Resp, page
+from module_harness import ReadOnlyApiServer, Resp
 
 from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_triage_info
 
@@ -60,61 +58,32 @@ POLICY = {
 }
 
 
-class FakeApiServer:
-    """LISTs from memory, paginated with limit/continue; 404 for API groups and objects it does not hold."""
+def stub_server(nodes=(), pods=(), operator_pods=(), previous_log=True, dra=None, policies=(POLICY,), operator_ns=None):
+    """The API server holding ``nodes``, the ``pods`` of namespace ml, the operator's pods (each with a log; its
+    previous container's too unless ``previous_log`` is false) in ``operator_ns``, ClusterPolicies, and with ``dra``
+    (``{plural: items}``) resource.k8s.io/v1."""
+    operator_ns = operator_ns or "gpu-operator"
+    collections = {
+        "/api/v1/nodes": list(nodes),
+        "/api/v1/pods": list(pods) + list(operator_pods),
+        "/api/v1/namespaces/ml/pods": list(pods),
+        "/api/v1/namespaces/%s/pods" % operator_ns: list(operator_pods),
+        "/apis/nvidia.com/v1/clusterpolicies": list(policies),
+        "/apis/scheduling.k8s.io/v1/priorityclasses": [],
+    }
+    if dra is not None:
+        for plural in ("resourceslices", "deviceclasses", "resourceclaims"):
+            collections["/apis/resource.k8s.io/v1/" + plural] = list(dra.get(plural, []))
 
-    def __init__(
-        self, nodes=(), pods=(), operator_pods=(), previous_log=True, dra=None, policies=(POLICY,), operator_ns=None
-    ):
-        self.nodes, self.pods, self.operator_pods = list(nodes), list(pods), list(operator_pods)
-        self.operator_ns = operator_ns or "gpu-operator"
-        self.previous_log = previous_log
-        self.dra = dra  # {plural: items} when resource.k8s.io/v1 is served
-        self.policies = list(policies)
-        self.requests = []
+    def log(query):
+        if query.get("previous") == "true" and not previous_log:
+            return Resp(400, {"message": "previous terminated container not found"}, "Bad Request")
+        return Resp(200, b"starting\nCould not resolve Linux kernel version\n", raw=True)
 
-    def request(self, method, url, headers=None, timeout=None, retries=None, body=None):
-        assert method == "GET", "gpu_triage_info must only read"
-        parts = urlsplit(url)
-        path, query = parts.path, {k: v[0] for k, v in parse_qs(parts.query).items()}
-        self.requests.append((path, query))
-        if path == "/api/v1/nodes":
-            return page(self.nodes, query)
-        if path.startswith("/api/v1/nodes/"):
-            name = path.rsplit("/", 1)[1]
-            node = next((n for n in self.nodes if n["metadata"]["name"] == name), None)
-            return Resp(200, node) if node else Resp(404, {"message": "nodes %r not found" % name}, "Not Found")
-        if path == "/api/v1/pods":
-            return page([p for p in self.pods + self.operator_pods if p["spec"].get("nodeName")], query)
-        if path == "/api/v1/namespaces/ml":
-            return Resp(200, {"metadata": {"name": "ml"}})
-        if path == "/api/v1/namespaces/ml/pods":
-            return page(self.pods, query)
-        if path == "/api/v1/namespaces/%s/pods" % self.operator_ns:
-            return page(self.operator_pods, query)
-        if path.startswith("/api/v1/namespaces/") and path.endswith("/pods"):
-            return page([], query)  # the API server LISTs a namespace that does not exist as empty
-        if path.startswith("/api/v1/namespaces/ml/pods/"):
-            name = path.rsplit("/", 1)[1]
-            pod = next((p for p in self.pods if p["metadata"]["name"] == name), None)
-            return Resp(200, pod) if pod else Resp(404, {"message": "pods %r not found" % name}, "Not Found")
-        if path.endswith("/log"):
-            if query.get("previous") == "true" and not self.previous_log:
-                return Resp(400, {"message": "previous terminated container not found"}, "Bad Request")
-            return Resp(200, b"starting\nCould not resolve Linux kernel version\n", raw=True)
-        if path == "/apis/nvidia.com/v1/clusterpolicies":
-            return page(self.policies, query)
-        if path.startswith("/apis/resource.k8s.io/v1/") and self.dra is not None:
-            items = self.dra.get(path.rsplit("/", 1)[1], [])
-            if query.get("fieldSelector", "").startswith("spec.nodeName="):
-                items = [i for i in items if i["spec"]["nodeName"] == query["fieldSelector"].partition("=")[2]]
-            return page(items, query)
-        if (
-            path.endswith(("/events", "/resourcequotas", "/limitranges"))
-            or path == "/apis/scheduling.k8s.io/v1/priorityclasses"
-        ):
-            return page([], query)
-        return Resp(404, {"message": "the server could not find the requested resource"}, "Not Found")
+    objects = {"/api/v1/namespaces/ml": {"metadata": {"name": "ml"}}}
+    for pod in operator_pods:
+        objects["/api/v1/namespaces/%s/pods/%s/log" % (operator_ns, pod["metadata"]["name"])] = log
+    return ReadOnlyApiServer("gpu_triage_info", collections, objects)
 
 
 def run_module(server, monkeypatch, check=False, **args):
@@ -137,12 +106,12 @@ def run_module(server, monkeypatch, check=False, **args):
     ],
 )
 def test_bad_input_fails_naming_it(monkeypatch, args, message):
-    result = run_module(FakeApiServer(), monkeypatch, **args)
+    result = run_module(stub_server(), monkeypatch, **args)
     assert result["_kind"] == "fail" and message in result["msg"]
 
 
 def test_a_pending_pod_on_a_broken_driver_reports_the_driver_layer_and_reads_its_previous_log(monkeypatch):
-    server = FakeApiServer(nodes=[gpu_node("g0", alloc="0")], pods=[pending("train")], operator_pods=[CRASHING_DRIVER])
+    server = stub_server(nodes=[gpu_node("g0", alloc="0")], pods=[pending("train")], operator_pods=[CRASHING_DRIVER])
     result = run_module(server, monkeypatch, pod="ml/train")
     assert result["_kind"] == "exit" and result["changed"] is False
     assert result["first_failing_layer"] == "driver"
@@ -155,7 +124,7 @@ def test_a_pending_pod_on_a_broken_driver_reports_the_driver_layer_and_reads_its
 
 
 def test_every_finding_names_who_should_act_on_it_by_its_layer(monkeypatch):
-    server = FakeApiServer(nodes=[gpu_node("g0", alloc="0")], pods=[pending("train")], operator_pods=[CRASHING_DRIVER])
+    server = stub_server(nodes=[gpu_node("g0", alloc="0")], pods=[pending("train")], operator_pods=[CRASHING_DRIVER])
     result = run_module(server, monkeypatch, pod="ml/train")
     assert {(f["layer"], f["owner"]) for f in result["findings"]} >= {("driver", "node-os-team")}
     assert all(f["owner"] for f in result["pods"][0]["findings"])
@@ -165,7 +134,7 @@ def test_every_finding_names_who_should_act_on_it_by_its_layer(monkeypatch):
 
 
 def test_without_a_previous_container_the_current_log_is_read(monkeypatch):
-    server = FakeApiServer(
+    server = stub_server(
         nodes=[gpu_node("g0", alloc="0")], pods=[pending("train")], operator_pods=[CRASHING_DRIVER], previous_log=False
     )
     result = run_module(server, monkeypatch, pod="ml/train")
@@ -175,7 +144,7 @@ def test_without_a_previous_container_the_current_log_is_read(monkeypatch):
 
 def test_the_operator_namespace_is_the_one_the_clusterpolicy_reports_and_the_names_are_returned(monkeypatch):
     renamed = dict(POLICY, metadata={"name": "gpu-cluster-policy"}, status={"namespace": "nvidia-gpu-operator"})
-    server = FakeApiServer(nodes=[gpu_node("g0")], policies=[renamed], operator_ns="nvidia-gpu-operator")
+    server = stub_server(nodes=[gpu_node("g0")], policies=[renamed], operator_ns="nvidia-gpu-operator")
     result = run_module(server, monkeypatch, node="g0")
     assert result["operator"]["namespace"] == "nvidia-gpu-operator"
     assert result["operator"]["cluster_policy"] == "gpu-cluster-policy"
@@ -186,7 +155,7 @@ def test_the_operator_namespace_is_the_one_the_clusterpolicy_reports_and_the_nam
 
 def test_a_namespace_of_many_pending_pods_costs_a_fixed_number_of_requests(monkeypatch):
     def requests_for(count):
-        server = FakeApiServer(nodes=[gpu_node("g0")], pods=[pending("p%03d" % i, gpus=9) for i in range(count)])
+        server = stub_server(nodes=[gpu_node("g0")], pods=[pending("p%03d" % i, gpus=9) for i in range(count)])
         result = run_module(server, monkeypatch, namespace="ml", max_logs=0)
         assert len(result["pods"]) == count
         return result["api_requests"]
@@ -204,26 +173,26 @@ def test_the_pods_of_a_namespace_are_only_the_gpu_pods_that_need_help(monkeypatc
         "spec": {"containers": [{"name": "c"}]},
         "status": {"phase": "Pending"},
     }
-    server = FakeApiServer(nodes=[gpu_node("g0")], pods=[running, cpu_only, pending("stuck", gpus=8)])
+    server = stub_server(nodes=[gpu_node("g0")], pods=[running, cpu_only, pending("stuck", gpus=8)])
     result = run_module(server, monkeypatch, namespace="ml")
     assert [p["name"] for p in result["pods"]] == ["stuck"]
     assert "InsufficientGPU" in [f["reason"] for f in result["pods"][0]["findings"]]
 
 
 def test_an_unknown_node_fails_naming_it(monkeypatch):
-    result = run_module(FakeApiServer(nodes=[gpu_node("g0")]), monkeypatch, node="nope")
+    result = run_module(stub_server(nodes=[gpu_node("g0")]), monkeypatch, node="nope")
     assert result["_kind"] == "fail" and "node nope does not exist" in result["msg"]
 
 
 def test_a_missing_pod_is_a_finding_not_a_failure(monkeypatch):
-    result = run_module(FakeApiServer(nodes=[gpu_node("g0")]), monkeypatch, pod="ml/ghost")
+    result = run_module(stub_server(nodes=[gpu_node("g0")]), monkeypatch, pod="ml/ghost")
     assert result["_kind"] == "exit"
     assert [f["reason"] for f in result["findings"]] == ["PodNotFound"]
 
 
 @pytest.mark.parametrize("target", [{"namespace": "no-such-ns"}, {"pod": "no-such-ns/train"}])
 def test_a_missing_namespace_is_named_as_missing_not_read_as_a_healthy_or_missing_pod(monkeypatch, target):
-    result = run_module(FakeApiServer(nodes=[gpu_node("g0")]), monkeypatch, **target)
+    result = run_module(stub_server(nodes=[gpu_node("g0")]), monkeypatch, **target)
     assert result["_kind"] == "exit", result.get("msg")
     assert result["first_failing_layer"] == "scheduling"
     assert [(f["reason"], f["severity"]) for f in result["findings"]] == [("NamespaceNotFound", "error")]
@@ -233,7 +202,7 @@ def test_a_missing_namespace_is_named_as_missing_not_read_as_a_healthy_or_missin
 
 
 def test_check_mode_returns_the_same_data(monkeypatch):
-    server = FakeApiServer(nodes=[gpu_node("g0", alloc="0")], operator_pods=[CRASHING_DRIVER])
+    server = stub_server(nodes=[gpu_node("g0", alloc="0")], operator_pods=[CRASHING_DRIVER])
     normal = run_module(server, monkeypatch, node="g0")
     checked = run_module(server, monkeypatch, check=True, node="g0")
     for key in ("first_failing_layer", "findings", "layers", "summary"):
@@ -278,12 +247,12 @@ DRA = {"deviceclasses": [{"metadata": {"name": "gpu.nvidia.com"}, "spec": {}}], 
 
 
 def test_a_claim_pod_whose_template_is_missing_is_named_through_the_dra_lists(monkeypatch):
-    server = FakeApiServer(nodes=[dra_node("d0")], pods=[claim_pod("train", "nope")], dra=DRA, policies=())
+    server = stub_server(nodes=[dra_node("d0")], pods=[claim_pod("train", "nope")], dra=DRA, policies=())
     result = run_module(server, monkeypatch, namespace="ml")
     assert result["_kind"] == "exit" and [p["name"] for p in result["pods"]] == ["train"]
     assert result["pods"][0]["first_failing_layer"] == "dra"
     assert "ClaimTemplateNotFound" in [f["reason"] for f in result["pods"][0]["findings"]]
-    dra_paths = [p for p, _q in server.requests if p.startswith("/apis/resource.k8s.io/")]
+    dra_paths = [p for p in server.paths() if p.startswith("/apis/resource.k8s.io/")]
     assert dra_paths == [
         "/apis/resource.k8s.io/v1/deviceclasses",
         "/apis/resource.k8s.io/v1/resourceslices",
@@ -294,7 +263,7 @@ def test_a_claim_pod_whose_template_is_missing_is_named_through_the_dra_lists(mo
 
 def test_a_namespace_of_many_claim_pods_costs_a_fixed_number_of_requests(monkeypatch):
     def requests_for(count):
-        server = FakeApiServer(
+        server = stub_server(
             nodes=[dra_node("d0")], pods=[claim_pod("p%03d" % i) for i in range(count)], dra=DRA, policies=()
         )
         return run_module(server, monkeypatch, namespace="ml", max_logs=0)["api_requests"]
@@ -303,7 +272,7 @@ def test_a_namespace_of_many_claim_pods_costs_a_fixed_number_of_requests(monkeyp
 
 
 def test_a_node_triage_reads_the_device_classes_and_only_that_nodes_slices(monkeypatch):
-    server = FakeApiServer(nodes=[dra_node("d0")], dra=DRA, policies=())
+    server = stub_server(nodes=[dra_node("d0")], dra=DRA, policies=())
     result = run_module(server, monkeypatch, node="d0")
     assert [(p, q.get("fieldSelector")) for p, q in server.requests if p.startswith("/apis/resource.k8s.io/")] == [
         ("/apis/resource.k8s.io/v1/deviceclasses", None),

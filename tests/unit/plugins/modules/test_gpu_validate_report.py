@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
 import module_harness as harness
-from module_harness import Resp, page
+from module_harness import ReadOnlyApiServer
 from test_gpu_cluster_info import POLICY, gpu_node, operand
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "module_utils"))
@@ -32,43 +31,30 @@ SANDBOX_EVENT = {
 }
 
 
-class FakeApiServer:
-    """Nodes, operand pods, a ClusterPolicy, sandbox Events and the exporter's Service and EndpointSlices, from
-    memory; records every request and answers only GETs."""
-
-    def __init__(self, exporter=True):
-        app = "nvidia-device-plugin-daemonset"
-        self.nodes = [gpu_node("g%d" % i, **{"nvidia.com/gpu.deploy.device-plugin": "true"}) for i in range(3)]
-        for n in self.nodes:
-            n["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
-        self.nodes[2]["metadata"]["annotations"] = {"gpuops.io/admission": "held 2026-12-01"}
-        # g1's device plugin waits for its sandbox (the sandbox event names it); g2 has none at all
-        pods = [operand("%s-g0" % app, "g0", app), operand("%s-g1" % app, "g1", app)]
-        creating = {"name": "nvidia-device-plugin", "state": {"waiting": {"reason": "ContainerCreating"}}}
-        pods[1]["status"] = {"phase": "Pending", "conditions": [], "containerStatuses": [creating]}
-        self.collections = {
-            "/api/v1/nodes": self.nodes,
-            NS + "/pods": pods,
-            NS + "/events": [SANDBOX_EVENT],
-            "/apis/nvidia.com/v1/clusterpolicies": [POLICY],
-            "/api/v1/pods": [],
-            SLICES: [],
-        }
-        self.service = {"metadata": {"name": "nvidia-dcgm-exporter"}} if exporter else None
-        self.paths = []
-
-    def request(self, method, url, body=None, headers=None, timeout=None, retries=None):
-        assert method == "GET", "gpu_validate_report must only read the cluster"
-        parts = urlsplit(url)
-        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
-        self.paths.append((parts.path, query))
-        if parts.path == "/version":
-            return Resp(200, {"gitVersion": "v1.36.3", "major": "1", "minor": "36"})
-        if parts.path == NS + "/services/nvidia-dcgm-exporter" and self.service:
-            return Resp(200, self.service)
-        if parts.path not in self.collections:
-            return Resp(404, {"message": "the server could not find the requested resource"}, "Not Found")
-        return page(self.collections[parts.path], query)
+def stub_server(exporter=True):
+    """The API server holding three GPU nodes (g2 held by admission), their device plugin pods (g1's waiting for its
+    sandbox, which its Event names; none on g2), a ClusterPolicy, and the exporter's Service unless ``exporter`` is
+    false."""
+    app = "nvidia-device-plugin-daemonset"
+    nodes = [gpu_node("g%d" % i, **{"nvidia.com/gpu.deploy.device-plugin": "true"}) for i in range(3)]
+    for n in nodes:
+        n["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    nodes[2]["metadata"]["annotations"] = {"gpuops.io/admission": "held 2026-12-01"}
+    pods = [operand("%s-g0" % app, "g0", app), operand("%s-g1" % app, "g1", app)]
+    creating = {"name": "nvidia-device-plugin", "state": {"waiting": {"reason": "ContainerCreating"}}}
+    pods[1]["status"] = {"phase": "Pending", "conditions": [], "containerStatuses": [creating]}
+    collections = {
+        "/api/v1/nodes": nodes,
+        NS + "/pods": pods,
+        NS + "/events": [SANDBOX_EVENT],
+        "/apis/nvidia.com/v1/clusterpolicies": [POLICY],
+        "/api/v1/pods": [],
+        SLICES: [],
+    }
+    objects = (
+        {NS + "/services/nvidia-dcgm-exporter": {"metadata": {"name": "nvidia-dcgm-exporter"}}} if exporter else {}
+    )
+    return ReadOnlyApiServer("gpu_validate_report", collections, objects)
 
 
 HOSTS = {"g%d-host" % i: {"node_name": "g%d" % i, "pool": "h100", "nvidia_gpu": nvml()} for i in range(3)}
@@ -80,7 +66,7 @@ def run(server, monkeypatch, tmp_path, check=False, **args):
 
 
 def test_the_verdict_is_fleet_summary_over_the_full_view_and_only_reads(monkeypatch, tmp_path):
-    server = FakeApiServer()
+    server = stub_server()
     result = run(server, monkeypatch, tmp_path)
     assert result["_kind"] == "exit", result.get("msg")
     c = server.collections
@@ -98,21 +84,21 @@ def test_the_verdict_is_fleet_summary_over_the_full_view_and_only_reads(monkeypa
     assert [r["failing_layer"] for r in summary["rows"]] == [r["failing_layer"] for r in expected["rows"]]
     assert summary["rows"] == expected["rows"]
     assert summary["lines"] and result["admission"] is None
-    assert result["api_requests"] == len(server.paths)
-    assert (NS + "/events", {"fieldSelector": "reason=FailedCreatePodSandBox", "limit": "2000"}) in server.paths
+    assert result["api_requests"] == len(server.requests)
+    assert (NS + "/events", {"fieldSelector": "reason=FailedCreatePodSandBox", "limit": "2000"}) in server.requests
     assert "no runtime for" in " ".join(e for r in summary["rows"] if r["node"] == "g1" for e in r["evidence"])
 
 
 def test_the_sandbox_events_are_read_only_while_an_operand_waits_for_its_sandbox(monkeypatch, tmp_path):
-    server = FakeApiServer()
+    server = stub_server()
     server.collections[NS + "/pods"][1]["status"] = {"phase": "Running", "conditions": []}
     result = run(server, monkeypatch, tmp_path)
     assert result["_kind"] == "exit", result.get("msg")
-    assert NS + "/events" not in [path for path, _query in server.paths]
+    assert NS + "/events" not in server.paths()
 
 
 def test_it_writes_the_three_reports_once_and_a_rerun_changes_nothing(monkeypatch, tmp_path):
-    first = run(FakeApiServer(), monkeypatch, tmp_path)
+    first = run(stub_server(), monkeypatch, tmp_path)
     files = [str(tmp_path / "reports" / ("gpu-validate." + ext)) for ext in ("json", "md", "html")]
     assert first["changed"] is True and first["files"] == files and sorted(first["written"]) == sorted(files)
     document = json.loads(Path(files[0]).read_text())
@@ -121,13 +107,13 @@ def test_it_writes_the_three_reports_once_and_a_rerun_changes_nothing(monkeypatc
     )
     assert first["console"][0].startswith("GPU validation: ")
     assert first["console"][-1] == "reports: " + ", ".join(files)
-    second = run(FakeApiServer(), monkeypatch, tmp_path)
+    second = run(stub_server(), monkeypatch, tmp_path)
     assert second["changed"] is False and second["written"] == []
     assert second["generated_at"] == first["generated_at"], "an unchanged content keeps its timestamp"
 
 
 def test_it_returns_and_prints_the_operator_names_it_found(monkeypatch, tmp_path):
-    result = run(FakeApiServer(), monkeypatch, tmp_path)
+    result = run(stub_server(), monkeypatch, tmp_path)
     assert result["operator"] == {
         "mode": "clusterpolicy",
         "namespace": "gpu-operator",
@@ -141,14 +127,14 @@ def test_it_returns_and_prints_the_operator_names_it_found(monkeypatch, tmp_path
 
 
 def test_a_cluster_policy_name_that_matches_nothing_fails_before_any_report(monkeypatch, tmp_path):
-    result = run(FakeApiServer(), monkeypatch, tmp_path, cluster_policy="gpu-cluster-policy")
+    result = run(stub_server(), monkeypatch, tmp_path, cluster_policy="gpu-cluster-policy")
     assert result["_kind"] == "fail"
     assert "cluster_policy gpu-cluster-policy matches no ClusterPolicy (found: cluster-policy)" in result["msg"]
     assert not (tmp_path / "reports").exists()
 
 
 def test_check_mode_writes_nothing_and_says_what_would_change(monkeypatch, tmp_path):
-    result = run(FakeApiServer(), monkeypatch, tmp_path, check=True)
+    result = run(stub_server(), monkeypatch, tmp_path, check=True)
     assert result["changed"] is True and result["written"] == []
     assert not (tmp_path / "reports").exists()
     assert result["console"][-1] == "reports: none written in check mode"
@@ -159,17 +145,17 @@ def monitoring_evidence(result):
 
 
 def test_monitoring_from_endpoints_reads_the_exporter_service_and_its_slices(monkeypatch, tmp_path):
-    server = FakeApiServer(exporter=False)
+    server = stub_server(exporter=False)
     without = run(server, monkeypatch, tmp_path, monitoring={"source": "endpoints"})
     assert [r["checks"]["monitoring"] for r in without["summary"]["rows"]] == ["fail"] * 3
     assert all("nvidia-dcgm-exporter Service" in e for e in monitoring_evidence(without)), monitoring_evidence(without)
-    assert {NS + "/services/nvidia-dcgm-exporter", SLICES} <= {path for path, _query in server.paths}
-    with_service = run(FakeApiServer(), monkeypatch, tmp_path, monitoring={"source": "endpoints"})
+    assert {NS + "/services/nvidia-dcgm-exporter", SLICES} <= set(server.paths())
+    with_service = run(stub_server(), monkeypatch, tmp_path, monitoring={"source": "endpoints"})
     assert not any("no nvidia-dcgm-exporter Service" in e for e in monitoring_evidence(with_service))
 
 
 def test_admission_plans_the_gate_from_the_nodes_records_and_the_reports_carry_it(monkeypatch, tmp_path):
-    result = run(FakeApiServer(), monkeypatch, tmp_path, admission={})
+    result = run(stub_server(), monkeypatch, tmp_path, admission={})
     plan = result["admission"]
     assert plan["taint_key"] == "gpuops.io/unvalidated"
     failing = [r["node"] for r in result["summary"]["rows"] if r["verdict"] == "fail"]
@@ -182,7 +168,7 @@ def test_admission_plans_the_gate_from_the_nodes_records_and_the_reports_carry_i
 def test_a_dest_that_is_a_file_fails_naming_it_and_writes_nothing(monkeypatch, tmp_path):
     blocker = tmp_path / "reports"
     blocker.write_text("not a directory")
-    result = run(FakeApiServer(), monkeypatch, tmp_path)
+    result = run(stub_server(), monkeypatch, tmp_path)
     assert result["_kind"] == "fail"
     assert str(blocker) in result["msg"] and "not a directory" in result["msg"]
     assert blocker.read_text() == "not a directory"
@@ -191,15 +177,17 @@ def test_a_dest_that_is_a_file_fails_naming_it_and_writes_nothing(monkeypatch, t
 def test_a_node_mid_upgrade_fails_the_upgrade_check_and_the_operator_reading_says_why_the_policy_is_not_ready(
     monkeypatch, tmp_path
 ):
-    server = FakeApiServer()
+    server = stub_server()
     policy = {
         "metadata": {"name": "gpu-cluster-policy", "labels": {"helm.sh/chart": "gpu-operator-v26.7.0"}},
         "spec": {"driver": {"version": "595.91.07"}},
         "status": {"state": "notReady"},
     }
     server.collections["/apis/nvidia.com/v1/clusterpolicies"] = [policy]
-    server.nodes[0]["metadata"]["labels"]["nvidia.com/gpu-driver-upgrade-state"] = "pod-restart-required"
-    server.nodes[1]["metadata"]["labels"]["nvidia.com/cuda.driver-version.full"] = "580.95.05"
+    server.collections["/api/v1/nodes"][0]["metadata"]["labels"]["nvidia.com/gpu-driver-upgrade-state"] = (
+        "pod-restart-required"
+    )
+    server.collections["/api/v1/nodes"][1]["metadata"]["labels"]["nvidia.com/cuda.driver-version.full"] = "580.95.05"
     result = run(server, monkeypatch, tmp_path)
     operator = result["summary"]["policy_status"]
     assert (operator["release"], operator["meaning"], operator["upgrading"]) == ("26.7.0", "upgrading", ["g0"])
