@@ -48,7 +48,7 @@ _value:
   elements: str
 """
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import evidence_text  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.quarantine import evidence_text  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import (  # noqa: E402
     source_text,
     target_text,

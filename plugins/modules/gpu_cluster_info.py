@@ -372,9 +372,6 @@ api_requests:
 
 import time
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_read import read_lists, view_of
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import NODE_DETAIL
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import DRIVER
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.k8s import KUBERNETES, module_client
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args import (
     KUBECONFIG_ARG_SPEC,
@@ -383,6 +380,9 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.args imp
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.module import run_module
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.upgrade_stalls import read_stalls
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_read import read_lists, view_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import NODE_DETAIL
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.dra_view import DRIVER
 
 
 def argspec():

@@ -3,7 +3,7 @@ quarantine does (cordon, a taint, its quarantine annotations and a fatal node co
 
 The names are the ones NVSentinel documents (docs/INTEGRATIONS.md: the example taint key and the syslog XID
 condition; fault-quarantine: the annotations); what the collection recognises is in
-plugins/module_utils/_clients/quarantine.py. kwok keeps custom node conditions (they merge by type).
+plugins/module_utils/_view/quarantine.py. kwok keeps custom node conditions (they merge by type).
 """
 
 from __future__ import annotations

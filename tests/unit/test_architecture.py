@@ -13,7 +13,7 @@ MODULE_UTILS = PLUGINS / "module_utils"
 PREFIX = "ansible_collections.gpuops.gpu_operator.plugins.module_utils."
 
 #: The floors of plugins/module_utils, bottom first: a package may import its own floor and those below it.
-FLOORS = ("_core", "_clients", "_operator", "_workflows")
+FLOORS = ("_core", "_clients", "_view", "_operator", "_workflows")
 MAX_FILE_LINES = 500
 MAX_CLASS_LINES = 300
 MAX_PARAMETERS = 6

@@ -6,4 +6,5 @@
 # This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
-"""Floor 1, clients and readers: Kubernetes client and cluster view, Helm, host facts, NVML. Imports _core only."""
+"""Floor 1, clients and readers: the Kubernetes client and the operator's names, Helm, host facts, NVML. Imports _core
+only."""

@@ -31,7 +31,7 @@ KUBECONFIG_ARG_SPEC = dict(
     api_timeout=dict(type="int", default=30),
 )
 
-#: Remediation markers beyond the known ones (``_clients.quarantine``). Mirrors ``plugins/doc_fragments/quarantine.py``
+#: Remediation markers beyond the known ones (``_view.quarantine``). Mirrors ``plugins/doc_fragments/quarantine.py``
 #: one to one; change both together.
 QUARANTINE_ARG_SPEC = dict(
     quarantine_markers=dict(

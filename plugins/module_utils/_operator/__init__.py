@@ -6,6 +6,7 @@
 # This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
-"""Floor 2, operator knowledge: compatibility data, chart values, the release life cycle, smoke runs.
+"""Floor 3, operator knowledge: compatibility data, chart values, the release life cycle, smoke runs, the judgement
+of a node.
 
-Imports _core and _clients only."""
+Imports _core, _clients and _view only."""

@@ -16,12 +16,12 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import PLUGIN_COMPONENT, blocking
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import taint_text
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.operand_judgement import (
     judged,
     node_subject,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.dra_view import PLUGIN_COMPONENT, blocking
 
 
 def dra_only(view):

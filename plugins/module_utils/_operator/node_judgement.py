@@ -27,11 +27,6 @@ __metaclass__ = type
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
-    GPU_NODE_LABELS,
-    GPU_RESOURCE,
-    MIG_RESOURCE_PREFIX,
-)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers import layer_rank
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import is_true
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.dra_judgement import (
@@ -43,6 +38,11 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.oper
     judge_operands,
     judged,
     node_subject,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import (
+    GPU_NODE_LABELS,
+    GPU_RESOURCE,
+    MIG_RESOURCE_PREFIX,
 )
 
 #: Codes a pod's own requests judge for the pod: whether the DeviceClass its claims ask for is the missing one,

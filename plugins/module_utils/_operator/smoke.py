@@ -33,7 +33,6 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import GPU_RESOURCE, is_gpu_node
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
     annotations_of,
@@ -43,6 +42,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
     to_int,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import smoke_claims
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import GPU_RESOURCE, is_gpu_node
 
 SMOKE_LABEL = "gpuops.io/smoke-test"
 RUN_LABEL = "gpuops.io/smoke-test-run"
@@ -148,7 +148,7 @@ def select_nodes(nodes, names=None, sample=None, percent=None, seed=None, gpu_no
     """The node dicts to test, sorted by name.
 
     ``names`` restricts to those nodes (a name that is not in ``nodes`` is an error); otherwise GPU nodes
-    (see ``_clients.cluster_view.is_gpu_node``) when ``gpu_nodes_only``. Then ``sample`` (a count) or ``percent``
+    (see ``_view.cluster_view.is_gpu_node``) when ``gpu_nodes_only``. Then ``sample`` (a count) or ``percent``
     (rounded up, at least one node) picks a random subset (``seed`` makes it repeatable).
     """
     by_name = {name_of(n): n for n in nodes}

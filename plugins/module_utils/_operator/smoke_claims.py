@@ -27,20 +27,20 @@ try:
 except ImportError:  # pragma: no cover - Python 2 is not supported, this only keeps sanity's compile test quiet
     from urllib import quote  # type: ignore
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_lists import list_dra
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import (
-    ADMIN_ACCESS_LABEL,
-    CLASS_FOR_TYPE,
-    DRIVER,
-    RESOURCE_GROUP,
-    RESOURCE_VERSION,
-)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
     annotations_of,
     labels_of,
     meta_of,
     name_of,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.dra_lists import list_dra
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.dra_view import (
+    ADMIN_ACCESS_LABEL,
+    CLASS_FOR_TYPE,
+    DRIVER,
+    RESOURCE_GROUP,
+    RESOURCE_VERSION,
 )
 
 #: gpu_smoke_test's options that only apply to claim mode.

@@ -16,7 +16,7 @@ __metaclass__ = type
 from dataclasses import dataclass
 from typing import Optional, Sequence, Union
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import GPU_RESOURCE
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import GPU_RESOURCE
 
 #: What each mode runs and the text its log must contain. The vectoradd sample prints "Test PASSED" after it
 #: has added two vectors on the GPU; ``nvidia-smi -L`` prints one "GPU <index>: <name> (UUID: ...)" line per GPU.

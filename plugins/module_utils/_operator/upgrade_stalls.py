@@ -30,13 +30,6 @@ import math
 import re
 import time
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
-    UPGRADE_SKIP_LABEL,
-    UPGRADE_STATE_LABEL,
-)
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import (
-    CONTROLLER_CORDON_STATES,
-)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
     annotations_of,
     is_true,
@@ -45,6 +38,13 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
     name_of,
     namespace_of,
     to_int,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import (
+    UPGRADE_SKIP_LABEL,
+    UPGRADE_STATE_LABEL,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.quarantine import (
+    CONTROLLER_CORDON_STATES,
 )
 
 EVENT_REASON = "GPUDriverUpgrade"

@@ -21,16 +21,16 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operator_names import is_operator_pod
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import is_true, labels_of, name_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.compat import version_tuple
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import (
     UPGRADE_SKIP_LABEL,
     UPGRADE_STATE_LABEL,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operator_names import is_operator_pod
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.quarantine import (
     CONTROLLER_CORDON_STATES,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import is_true, labels_of, name_of
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.compat import version_tuple
 
 #: The first release whose ClusterPolicy stays notReady while a node is mid-upgrade.
 STATUS_COVERS_UPGRADES_FROM = (26, 7, 0)

@@ -6,4 +6,4 @@
 # This module_util is PRIVATE to the gpuops.gpu_operator collection. It may change
 # incompatibly at any time, including in a patch release. Do not use it elsewhere.
 
-"""Floor 3, workflows: canary, triage, validation verdicts, preflight, baseline, audit. Imports any lower floor."""
+"""Floor 4, workflows: canary, triage, validation verdicts, preflight, baseline, audit. Imports any lower floor."""

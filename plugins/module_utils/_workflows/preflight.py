@@ -21,12 +21,12 @@ __metaclass__ = type
 from dataclasses import dataclass, fields
 from typing import Optional, Sequence
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operator_names import discover
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, name_of, namespace_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import (
     UPGRADE_STATE_LABEL,
     is_gpu_node,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operator_names import discover
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, name_of, namespace_of
 
 SECTIONS = ("version", "nodes", "nfd", "crds", "runtime_class", "namespace", "cluster_policy", "access")
 NFD_SELECTOR = "app.kubernetes.io/name=node-feature-discovery"

@@ -20,13 +20,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
-    UPGRADE_SKIP_LABEL,
-    ViewOptions,
-    cluster_policy_in_use,
-    cluster_view,
-    operand_ok,
-)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
     is_true,
     labels_of,
@@ -38,6 +31,13 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.upgr
     nodes_in_flight,
     policy_status,
     running_release,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import (
+    UPGRADE_SKIP_LABEL,
+    ViewOptions,
+    cluster_policy_in_use,
+    cluster_view,
+    operand_ok,
 )
 
 

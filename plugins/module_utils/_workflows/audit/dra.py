@@ -18,7 +18,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import blocking
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.text import natural_key
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.compat import version_tuple
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.dra_judgement import (
@@ -26,6 +25,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.dra_
     published_gpus,
     uses_dra,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.dra_view import blocking
 
 #: The mismatch kinds of NVML against the published devices, in report order.
 DRA_KINDS = ("dra_count_vs_nvml", "dra_gpu_unpublished", "dra_device_unknown", "dra_driver_vs_nvml")

@@ -15,7 +15,6 @@ __metaclass__ = type
 
 from collections import namedtuple
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import UPGRADE_STATE_LABEL
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
     annotations_of,
     key_of,
@@ -24,6 +23,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects 
     name_of,
     namespace_of,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import UPGRADE_STATE_LABEL
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.cuda import (
     cuda_check,
     cuda_image_rules,

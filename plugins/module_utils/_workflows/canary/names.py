@@ -22,7 +22,7 @@ DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."
 INITIAL_UNSCHEDULABLE_ANNOTATION = "nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable"
 
 #: Upgrade states in which the operator's upgrade controller is working on a node (it cordons them itself), each with
-#: what the node waits for in it (with upgrade-failed, ``_clients.quarantine.CONTROLLER_CORDON_STATES``).
+#: what the node waits for in it (with upgrade-failed, ``_view.quarantine.CONTROLLER_CORDON_STATES``).
 IN_PROGRESS_WAITS = {
     "cordon-required": "the upgrade controller to cordon it",
     "wait-for-jobs-required": "its GPU jobs to finish (upgradePolicy.waitForCompletion)",

@@ -13,14 +13,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.driver_daemonsets import state_refusals
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import (
     UPGRADE_SKIP_LABEL,
     gpu_labels,
     is_gpu_node,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import markers
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.driver_daemonsets import state_refusals
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.quarantine import markers
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.cuda import cuda_image_rules
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.disruption import (
     eviction_limit_failure,

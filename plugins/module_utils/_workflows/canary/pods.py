@@ -14,11 +14,11 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import meta_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import (
     GPU_RESOURCE,
     MIG_RESOURCE_PREFIX,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import meta_of
 
 _SET_TERM = re.compile(r"^([^\s!=]+)\s+(in|notin)\s*\(([^)]*)\)$")
 

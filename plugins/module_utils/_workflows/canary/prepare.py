@@ -20,8 +20,8 @@ __metaclass__ = type
 
 from urllib.parse import quote
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import UPGRADE_SKIP_LABEL
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, name_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import UPGRADE_SKIP_LABEL
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.driver import (
     crd_mode,
     policy_changes,

@@ -13,11 +13,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import (
     UPGRADE_SKIP_LABEL,
     UPGRADE_STATE_LABEL,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import (
     DRIVER_VERSION_LABEL,
     IN_PROGRESS_WAITS,

@@ -17,15 +17,15 @@ __metaclass__ = type
 
 import math
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import is_gpu_node
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operand_pods import conditions_by_type
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import is_gpu_node
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.operand_pods import conditions_by_type
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.quarantine import (
     evidence_text,
     owners_of,
     quarantine_evidence,
     quarantine_fix,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import PlanError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.record import WAVE_PENDING
 
@@ -36,7 +36,7 @@ DEFAULT_MAX_UNAVAILABLE = "25%"
 
 def quarantined(nodes, known):
     """``{node name: evidence}`` of the GPU nodes someone else took out of service (see
-    :func:`.._clients.quarantine.quarantine_evidence`)."""
+    :func:`.._view.quarantine.quarantine_evidence`)."""
     out = {}
     for node in nodes:
         if is_gpu_node(node):

@@ -15,14 +15,14 @@ __metaclass__ = type
 
 from functools import partial
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
-    UPGRADE_SKIP_LABEL,
-    UPGRADE_STATE_LABEL,
-)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
     annotations_of,
     labels_of,
     name_of,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import (
+    UPGRADE_SKIP_LABEL,
+    UPGRADE_STATE_LABEL,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.driver import (
     UpgradeWait,

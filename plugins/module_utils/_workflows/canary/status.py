@@ -15,17 +15,6 @@ __metaclass__ = type
 
 from collections import namedtuple
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
-    UPGRADE_SKIP_LABEL,
-    UPGRADE_STATE_LABEL,
-    cluster_policy_view,
-    gpu_labels,
-)
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import (
-    evidence_text,
-    markers,
-    quarantine_evidence,
-)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
     annotations_of,
     labels_of,
@@ -39,6 +28,17 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.upgr
     nodes_in_flight,
     policy_status,
     running_release,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import (
+    UPGRADE_SKIP_LABEL,
+    UPGRADE_STATE_LABEL,
+    cluster_policy_view,
+    gpu_labels,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.quarantine import (
+    evidence_text,
+    markers,
+    quarantine_evidence,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.driver import value_text
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import FAILED_ANNOTATION

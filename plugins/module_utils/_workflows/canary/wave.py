@@ -14,16 +14,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
-    UPGRADE_SKIP_LABEL,
-    UPGRADE_STATE_LABEL,
-    node_view,
-    operands_by_node,
-)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
     annotations_of,
     labels_of,
     name_of,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import (
+    UPGRADE_SKIP_LABEL,
+    UPGRADE_STATE_LABEL,
+    node_view,
+    operands_by_node,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.drain import (
     handle_workloads,

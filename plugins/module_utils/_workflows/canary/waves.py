@@ -15,12 +15,12 @@ __metaclass__ = type
 import math
 import re
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, name_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.text import natural_key
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import (
     UPGRADE_SKIP_LABEL,
     is_gpu_node,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, name_of
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.text import natural_key
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import PlanError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import POOL_LABEL
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.pods import (

@@ -19,18 +19,18 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import (
-    blocking,
-    class_selects,
-    device_value,
-    selectors_select,
-    taints_of,
-)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
     key_of,
     meta_of,
     name_of,
     taint_text,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.dra_view import (
+    blocking,
+    class_selects,
+    device_value,
+    selectors_select,
+    taints_of,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.sched import (
     node_selector_matches,

@@ -13,7 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_lists import list_dra
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.dra_lists import list_dra
 
 
 def read_dra(client, namespace=None, node=None, page_size=500):

@@ -13,11 +13,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, taint_text, to_int
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import (
     GPU_RESOURCE,
     MIG_RESOURCE_PREFIX,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, taint_text, to_int
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
     about_nodes,
     finding,

@@ -13,12 +13,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import is_gpu_node
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import key_of, meta_of, name_of, to_int
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import (
     DEGRADED_CODES,
     POD_JUDGED_CODES,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import is_gpu_node
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.admission import (
     create_failures,
     owner_uids,

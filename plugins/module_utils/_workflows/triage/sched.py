@@ -21,15 +21,15 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
-    GPU_RESOURCE,
-    MIG_RESOURCE_PREFIX,
-)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
     labels_of,
     meta_of,
     name_of,
     to_int,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import (
+    GPU_RESOURCE,
+    MIG_RESOURCE_PREFIX,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import last_seen
 

@@ -15,18 +15,18 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
-    cluster_policy_view,
-    node_view,
-    operands_by_node,
-)
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import DraIndex, missing_classes
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of, taint_text
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import Context, judge_node
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.operand_judgement import (
     CRASH_REASONS,
     IMAGE_REASONS,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import (
+    cluster_policy_view,
+    node_view,
+    operands_by_node,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.dra_view import DraIndex, missing_classes
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import (
     about_nodes,
     event_evidence,

@@ -30,13 +30,13 @@ __metaclass__ = type
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operand_pods import sandbox_events_by_pod
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers import merged_routes
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.operand_pods import sandbox_events_by_pod
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.quarantine import (
     evidence_text,
     owners_of,
     quarantine_fix,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.layers import merged_routes
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.checks import (
     NodeEvidence,
     node_checks,

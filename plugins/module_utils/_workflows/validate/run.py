@@ -17,7 +17,6 @@ __metaclass__ = type
 import json
 import os
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_read import read_lists, view_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.files import read_text, write_stale
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, name_of
@@ -27,6 +26,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.upgr
     policy_status,
     running_release,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_read import read_lists, view_of
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.admission import (
     GateOptions,
     gate_plan,

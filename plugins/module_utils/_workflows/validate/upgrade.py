@@ -13,11 +13,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import UPGRADE_STATE_LABEL
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.upgrade_status import (
     FAILED_STATE,
     upgrading,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import UPGRADE_STATE_LABEL
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.registry import finding
 
 

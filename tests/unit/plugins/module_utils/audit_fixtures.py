@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import copy
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import cluster_view
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import DraIndex
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.nvml import health
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import cluster_view
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.dra_view import DraIndex
 
 DRIVER = "570.124.06"
 

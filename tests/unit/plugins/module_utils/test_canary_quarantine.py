@@ -4,7 +4,8 @@ waves, never uncordoned or untainted, counted against maxUnavailable and reporte
 import pytest
 from test_canary import NAMES, FakeAPI, record, run_module
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.quarantine import (
     CONTROLLER_CORDON_STATES,
     REMEDIATION_MARKERS,
     UNKNOWN_OWNER,
@@ -12,7 +13,6 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quara
     markers,
     quarantine_evidence,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.errors import CanaryAbort, PlanError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.names import IN_PROGRESS_WAITS
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.canary.quarantine import (

@@ -1,12 +1,12 @@
-"""Specification of plugins/module_utils/_clients/cluster_view.py: the per-node GPU view from raw API objects."""
+"""Specification of plugins/module_utils/_view/cluster_view.py: the per-node GPU view from raw API objects."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients import cluster_view as cv
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients import operand_pods as op
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view import cluster_view as cv
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view import operand_pods as op
 
 # ------------------------------------------------------------------------------------------------
 # Builders for raw API objects

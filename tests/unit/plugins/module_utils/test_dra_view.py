@@ -1,13 +1,13 @@
-"""Specification of plugins/module_utils/_clients/dra_view.py and dra_cel.py: the DRA view of GPU nodes from raw
+"""Specification of plugins/module_utils/_view/dra_view.py and dra_cel.py: the DRA view of GPU nodes from raw
 resource.k8s.io/v1 objects, and the CEL subset device selectors are evaluated with."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients import cluster_view as cv
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients import dra_cel as cel
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients import dra_view as dv
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view import cluster_view as cv
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view import dra_cel as cel
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view import dra_view as dv
 
 DRIVER = "gpu.nvidia.com"
 TAINT = {"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule", "timeAdded": "2026-12-04T10:00:00Z"}

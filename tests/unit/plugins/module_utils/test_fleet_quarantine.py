@@ -8,7 +8,7 @@ import jsonschema
 from fleet_fixtures import node, nvml
 
 from ansible_collections.gpuops.gpu_operator.plugins.filter.fleet_console import fleet_console
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import node_view
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import node_view
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import (
     FleetInputs,
     fleet_summary,

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import cluster_view
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import (
     Context,
     judge_node,
 )
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import cluster_view
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit.join import judgement
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.common import Snapshot
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.triage.diagnose import diagnose

@@ -14,7 +14,7 @@ from test_gpu_cluster_info import POLICY, gpu_node, operand
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "module_utils"))
 from fleet_fixtures import nvml  # noqa: E402
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import cluster_view  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import cluster_view  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.fleet import (  # noqa: E402
     FleetInputs,
     fleet_summary,

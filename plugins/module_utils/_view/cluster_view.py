@@ -20,30 +20,30 @@ __metaclass__ = type
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import (
-    PLUGIN_COMPONENT,
-    DraIndex,
-    cluster_dra,
-    peer_shortfalls,
-)
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operand_pods import (
-    conditions_by_type,
-    operand_ok,
-    operand_stuck,
-    operands_by_node,
-)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operator_names import cluster_policy_in_use
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.quarantine import (
-    UPGRADE_STATE_LABEL,
-    markers,
-    quarantine_evidence,
-)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import (
     is_true,
     labels_of,
     meta_of,
     name_of,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.dra_view import (
+    PLUGIN_COMPONENT,
+    DraIndex,
+    cluster_dra,
+    peer_shortfalls,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.operand_pods import (
+    conditions_by_type,
+    operand_ok,
+    operand_stuck,
+    operands_by_node,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.quarantine import (
+    UPGRADE_STATE_LABEL,
+    markers,
+    quarantine_evidence,
 )
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -190,7 +190,7 @@ def node_view(node, operands=None, required=ALL_REQUIRED, dra=None, known=None):
     """The per-node GPU view of one node dict (and its operand summaries from :func:`operands_by_node`);
     ``required``: the required operands the ClusterPolicy enables (:func:`required_operands`); ``dra``: the
     cluster's ``dra_view.DraIndex`` (None: DRA not read, no devices); ``known``: the remediation markers
-    (``_clients.quarantine.markers``; None: the known ones) whose evidence is the view's ``quarantine``."""
+    (``_view.quarantine.markers``; None: the known ones) whose evidence is the view's ``quarantine``."""
     spec = node.get("spec") or {}
     status = node.get("status") or {}
     labels = labels_of(node)

@@ -19,13 +19,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_cel import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import key_of, name_of, namespace_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.text import natural_key
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.dra_cel import (
     Unsupported,
     matches,
     plain_value,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import key_of, name_of, namespace_of
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.text import natural_key
 
 RESOURCE_GROUP, RESOURCE_VERSION = "resource.k8s.io", "v1"
 #: The DRA driver of NVIDIA GPUs (kubernetes-sigs/dra-driver-nvidia-gpu) and its DeviceClass per device type.

@@ -13,8 +13,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import PLUGIN_COMPONENT
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import labels_of, meta_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.dra_view import PLUGIN_COMPONENT
 
 #: Operand DaemonSet / app label -> component name (the suffix of ``nvidia.com/gpu.deploy.<component>``).
 COMPONENTS = {

@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import (
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.dra_view import (
     RESOURCE_GROUP,
     RESOURCE_VERSION,
     DraIndex,

@@ -12,20 +12,20 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.cluster_view import (
-    ViewOptions,
-    cluster_view,
-    gpu_cluster_view,
-)
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_lists import read_index
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.dra_view import DRIVER
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operand_pods import creating_pods
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.operator_names import (
     find_names,
     list_drivers,
     list_policies,
 )
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.objects import name_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.cluster_view import (
+    ViewOptions,
+    cluster_view,
+    gpu_cluster_view,
+)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.dra_lists import read_index
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.dra_view import DRIVER
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._view.operand_pods import creating_pods
 
 SANDBOX_FAILED = "reason=FailedCreatePodSandBox"
 
