@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator import compat
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import judge_nvml
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.facts import (
     DRIVER_SOURCE,
     architectures,
@@ -161,10 +162,8 @@ def _nvml_available(ctx, opts):
         return ok("NVML %s sees %s GPU(s)" % (nvml.get("driver_version"), nvml.get("gpu_count")))
     if nvml.get("reason") == "driver_library_mismatch":
         return na("reported by driver.library_mismatch")
-    return bad(
-        "NVML is unavailable: %s" % nvml.get("reason"),
-        nvml.get("hint") or "Check that the NVIDIA driver is installed and loaded on the host.",
-    )
+    (unavailable,) = judge_nvml(nvml)  # the node judgement's driver-layer finding, before any node exists
+    return bad(unavailable["message"], unavailable["fix"])
 
 
 @check("kernel_module.required", "host", "fail", "The kernel module flavour the GPUs require")

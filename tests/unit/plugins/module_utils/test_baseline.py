@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts import facts as hf
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node_judgement import judge_nvml
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.dra_checks import RESOURCE_API
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.drift import drift
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.evaluate import (
@@ -972,3 +973,15 @@ def test_kernel_module_nvml_and_library_that_agree_pass_naming_the_version():
     ctx = host_ctx(facts("ubuntu2204-kubeadm-containerd"), nvml())
     r = by_id(evaluate_host(ctx, options(PRE))["results"], "driver.library_mismatch")
     assert r["status"] == "pass" and r["evidence"].endswith("agree on 550.127.05")
+
+
+def test_nvml_unavailable_on_a_host_is_the_node_judgements_driver_finding_word_for_word():
+    gpu = nvml(reason="library_not_found")
+    ctx = host_ctx(facts("ubuntu2204-kubeadm-containerd"), dict(gpu, hint="Install the NVIDIA driver."))
+    r = by_id(evaluate_host(ctx, options(PRE))["results"], "nvml.available")
+    (judged,) = judge_nvml(ctx["nvidia_gpu"])
+    assert judged["layer"] == "driver" and judged["code"] == "NVMLUnavailable"
+    assert r["status"] == "fail" and (r["evidence"], r["fix"]) == (judged["message"], judged["fix"])
+    assert (
+        r["evidence"] == "NVML unavailable on the host: library_not_found" and r["fix"] == "Install the NVIDIA driver."
+    )
