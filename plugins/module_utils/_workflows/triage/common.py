@@ -140,6 +140,7 @@ class Snapshot:
         self.limit_ranges = kwargs.get("limit_ranges") or []
         self.priority_classes = kwargs.get("priority_classes") or []
         self.cluster_policies = kwargs.get("cluster_policies")
+        self.gpu_cluster = kwargs.get("gpu_cluster")  # the GPUCluster in use where no ClusterPolicy is (26.7+)
         self.kueue = kwargs.get("kueue")  # None: API group not served; else dict of lists
         self.volcano = kwargs.get("volcano")
         self.logs = kwargs.get("logs") or {}  # pod name -> {"text": str} or {"error": str}

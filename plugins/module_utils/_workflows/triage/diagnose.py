@@ -373,6 +373,7 @@ class Triage:
             "operator_events": self._list("events", namespace=ns, field_selector="involvedObject.kind=Pod"),
             # the one in use only, so that the view shows the one the names found
             "cluster_policies": [self.names.policy] if self.names.policy else policies,
+            "gpu_cluster": self.names.gpu_cluster,
             "operator_namespace": ns,
             "log_lines": self.log_lines,
         }

@@ -181,7 +181,7 @@ class NodeStack:
             nri_plugin=bool(((self.policy or {}).get("cdi") or {}).get("nri_plugin")),
         )
         out = [from_judged(j, name) for j in judge_node(view, self.snap.nvml.get(name), context)]
-        if self.policy is None:
+        if self.policy is None and self.snap.gpu_cluster is None:
             out.append(
                 about_nodes(
                     [name],
@@ -189,7 +189,8 @@ class NodeStack:
                         "driver",
                         "NoClusterPolicy",
                         "info",
-                        "no GPU Operator ClusterPolicy: driver, toolkit and device plugin pods were not checked",
+                        "no GPU Operator ClusterPolicy or GPUCluster: only the operand pods that run were checked, "
+                        "none against an operator's configuration",
                         "Install the GPU Operator, or ignore this if the GPU stack is managed another way.",
                     ),
                 )

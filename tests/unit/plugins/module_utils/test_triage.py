@@ -190,6 +190,26 @@ class TestDriverLayer:
         )
         assert errors(result) == [] and result["first_failing_layer"] is None
 
+    def test_in_gpucluster_mode_the_operands_are_the_operators_and_no_missing_cluster_policy_is_reported(self):
+        """26.7's GPUCluster stands where the ClusterPolicy stood: the node's stack is the operator's."""
+        gpu_cluster = {"metadata": {"name": "gpu-cluster"}, "status": {"state": "ready"}}
+        ops = healthy_operands("g0", driver=operand("driver", "g0", ready=False, crash_message="boom"))
+        result = diagnose(
+            Snapshot(nodes=[gpu_node("g0")], operator_pods=ops, cluster_policies=None, gpu_cluster=gpu_cluster),
+            {"kind": "node", "namespace": None, "name": "g0"},
+        )
+        assert "NoClusterPolicy" not in reasons(result)
+        assert result["first_failing_layer"] == "driver" and ("driver", "DriverCrashLoop") in errors(result)
+
+    def test_without_any_operator_object_the_node_says_so_and_what_was_still_checked(self):
+        result = diagnose(
+            Snapshot(nodes=[gpu_node("g0")], operator_pods=healthy_operands("g0"), cluster_policies=None),
+            {"kind": "node", "namespace": None, "name": "g0"},
+        )
+        (info,) = [f for f in result["findings"] if f["reason"] == "NoClusterPolicy"]
+        assert info["severity"] == "info" and info["nodes"] == ["g0"]
+        assert info["message"].startswith("no GPU Operator ClusterPolicy or GPUCluster: only the operand pods that run")
+
 
 class TestToolkitAndDevicePlugin:
     def node_result(self, node, ops, op_events=()):
