@@ -28,7 +28,7 @@ def _load(name, rel):
     return mod
 
 
-NVML_SPEC = _load("gpuops_nvml_spec", "tests/unit/plugins/module_utils/test_nvml.py")
+NVML_SPEC = _load("gpuops_nvml_spec", "tests/unit/plugins/module_utils/_clients/test_nvml.py")
 
 # inventory host -> (host tree, NVML profile, library_path set?); every tree in tests/sim/hosts/ is one host
 # at least (the k3s-operator tree's driver root holds an empty stand-in library, so library_path is set)

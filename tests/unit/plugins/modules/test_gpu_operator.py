@@ -1,5 +1,5 @@
 """Specification of plugins/modules/gpu_operator.py: argument spec = docs, input errors named, result shape.
-The life cycle itself is specified in tests/unit/plugins/module_utils/test_operator_release.py."""
+The life cycle itself is specified in tests/unit/plugins/module_utils/_operator/test_operator_release.py."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.bas
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.model import BaselineError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.registry import options
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.baseline.report import markdown, report
-from tests.unit.plugins.module_utils.test_baseline import (
+from tests.unit.plugins.module_utils._workflows.test_baseline import (
     CONTAINERD_CONFIG,
     GC,
     NVRM,

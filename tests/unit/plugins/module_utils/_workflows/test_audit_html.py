@@ -5,13 +5,9 @@ fleet table that scrolls under sticky headers, worst rows first."""
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
-import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
 import html_dom  # noqa: E402
+import pytest
 from audit_fixtures import two_clusters  # noqa: E402
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core import html as _html  # noqa: E402

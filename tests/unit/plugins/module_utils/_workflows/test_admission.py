@@ -22,7 +22,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.val
 KEY = "gpuops.io/unvalidated"
 OURS = {"key": KEY, "value": None, "effect": "NoSchedule"}
 TODAY = "2026-12-05"
-SCHEMA = json.loads((Path(__file__).resolve().parents[4] / "docs" / "validate-report.schema.json").read_text())
+SCHEMA = json.loads((Path(__file__).resolve().parents[5] / "docs" / "validate-report.schema.json").read_text())
 admission_filter = FilterModule().filters()["admission_plan"]
 report_json = Json().filters()["fleet_report_json"]
 

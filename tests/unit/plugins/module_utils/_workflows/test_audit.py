@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
 from audit_fixtures import UNREACHABLE, cluster_result, gpu, host, node, nvml_result, two_clusters  # noqa: E402
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import changes as _changes  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import join as _audit  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import schema as _schema  # noqa: E402
 
-SCHEMA = json.loads((Path(__file__).resolve().parents[4] / "docs" / "audit-snapshot.schema.json").read_text())
+SCHEMA = json.loads((Path(__file__).resolve().parents[5] / "docs" / "audit-snapshot.schema.json").read_text())
 NOW = "2026-12-03T15:00:00Z"
 
 

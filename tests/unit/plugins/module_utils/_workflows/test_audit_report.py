@@ -6,14 +6,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
-from pathlib import Path
 
 import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
-
-sys.path.insert(0, str(Path(__file__).parent))
 from audit_fixtures import two_clusters  # noqa: E402
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core import files as _files  # noqa: E402

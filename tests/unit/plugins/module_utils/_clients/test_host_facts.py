@@ -28,7 +28,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts import facts as hf
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._core.errors import ArgumentError
 
-HOSTS = Path(__file__).resolve().parents[4] / "tests" / "sim" / "hosts"
+HOSTS = Path(__file__).resolve().parents[5] / "tests" / "sim" / "hosts"
 NVRM = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.127.05  Tue Sep 24 23:00:00 UTC 2024\n"
 
 

@@ -13,7 +13,7 @@ import yaml
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._clients.host_facts.facts import collect
 
-HOSTS = Path(__file__).resolve().parents[4] / "tests" / "sim" / "hosts"
+HOSTS = Path(__file__).resolve().parents[5] / "tests" / "sim" / "hosts"
 TREES = sorted(p.name for p in HOSTS.iterdir() if p.is_dir())
 
 

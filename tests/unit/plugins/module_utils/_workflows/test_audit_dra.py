@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
 from pathlib import Path
 
+import html_dom  # noqa: E402
 import jsonschema
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-import html_dom  # noqa: E402
 from audit_fixtures import (  # noqa: E402
     UNREACHABLE,
     dra_claim,
@@ -35,7 +32,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.aud
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import join as _audit  # noqa: E402
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.audit import markdown as _md  # noqa: E402
 
-SCHEMA = json.loads((Path(__file__).resolve().parents[4] / "docs" / "audit-snapshot.schema.json").read_text())
+SCHEMA = json.loads((Path(__file__).resolve().parents[5] / "docs" / "audit-snapshot.schema.json").read_text())
 NOW = "2026-12-05T08:00:00Z"
 TAINT = {"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule", "timeAdded": "2026-12-05T07:00:00Z"}
 

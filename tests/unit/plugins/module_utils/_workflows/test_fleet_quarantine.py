@@ -22,7 +22,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.val
     report_document,
 )
 
-SCHEMA = json.loads((Path(__file__).resolve().parents[4] / "docs" / "validate-report.schema.json").read_text())
+SCHEMA = json.loads((Path(__file__).resolve().parents[5] / "docs" / "validate-report.schema.json").read_text())
 
 
 def raw_node(name, unschedulable=False, taints=(), annotations=None, conditions=()):

@@ -43,7 +43,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.bas
     should_fail,
 )
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[5]
 HOSTS = ROOT / "tests" / "sim" / "hosts"
 SNAPSHOT = Path(__file__).parent / "snapshots" / "baseline_report.md"
 

@@ -15,7 +15,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.rele
     mode_values,
     release_mode,
 )
-from tests.unit.plugins.module_utils.test_operator_release import (
+from tests.unit.plugins.module_utils._operator.test_operator_release import (
     CHARTS,
     FakeHelm,
     FakeKube,
