@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -128,6 +129,22 @@ def _from_state(state_dir: Path, owned: bool) -> Testbed:
         node_count=d["nodes"],
         owned=owned,
     )
+
+
+@contextmanager
+def profile_bed(state_dir: Path, profile: str):
+    """A test bed of its own on ``profile`` in ``state_dir`` (a module's, beside the session's ``ci`` bed): ``(bed,
+    its inventory file)``; stopped and removed afterwards, or at once when it did not come up."""
+    proc = run_cli("up", "--profile", profile, "--state-dir", str(state_dir), timeout=900)
+    if proc.returncode != 0:
+        run_cli("down", "--state-dir", str(state_dir))
+        pytest.fail(f"{profile} test bed did not come up: {proc.stderr.strip()[-2000:]}")
+    try:
+        inventory = state_dir / "inventory.yml"
+        inventory.write_text(run_cli("inventory", "--state-dir", str(state_dir)).stdout)
+        yield _from_state(state_dir, owned=True), inventory
+    finally:
+        run_cli("down", "--state-dir", str(state_dir))
 
 
 def pytest_collection_modifyitems(items):

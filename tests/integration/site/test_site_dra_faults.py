@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.conftest import _from_state, run_cli
+from tests.integration.conftest import profile_bed
 from tests.integration.site.test_site_playbook import operator_log_tail, run_site, verdicts
 from tests.integration.workflows import Workflows
 
@@ -25,20 +25,10 @@ HEALTHY = ("h100-0", "h100-1", "a100-0")
 @pytest.fixture(scope="module")
 def site_run(tmp_path_factory):
     """(the bed, site.yml's process, its validation report's rows) after one run of site.yml."""
-    state_dir = tmp_path_factory.mktemp("site-dra-bed")
-    proc = run_cli("up", "--profile", "demo-dra-faults", "--state-dir", str(state_dir), timeout=900)
-    if proc.returncode != 0:
-        run_cli("down", "--state-dir", str(state_dir))
-        pytest.fail(f"demo-dra-faults test bed did not come up: {proc.stderr.strip()[-2000:]}")
-    try:
-        inventory = state_dir / "inventory.yml"
-        inventory.write_text(run_cli("inventory", "--state-dir", str(state_dir)).stdout)
+    with profile_bed(tmp_path_factory.mktemp("site-dra-bed"), "demo-dra-faults") as (bed, inventory):
         reports = tmp_path_factory.mktemp("site-dra-reports")
-        bed = _from_state(state_dir, owned=True)
         site = run_site(inventory, reports)
         yield bed, site, verdicts(reports)
-    finally:
-        run_cli("down", "--state-dir", str(state_dir))
 
 
 def test_site_fails_naming_each_broken_dra_driver_at_the_dra_layer(site_run):

@@ -26,7 +26,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from tests.integration.conftest import _from_state, run_cli
+from tests.integration.conftest import profile_bed
 from tests.integration.workflows import Workflows
 from tests.sim.testbed import BIN_DIR
 
@@ -37,17 +37,8 @@ HEALTHY = ("h100-0", "h100-1", "a100-0")
 
 @pytest.fixture(scope="module")
 def site_bed(tmp_path_factory):
-    state_dir = tmp_path_factory.mktemp("site-bed")
-    proc = run_cli("up", "--profile", "demo-faults", "--state-dir", str(state_dir), timeout=900)
-    if proc.returncode != 0:
-        run_cli("down", "--state-dir", str(state_dir))
-        pytest.fail(f"demo-faults test bed did not come up: {proc.stderr.strip()[-2000:]}")
-    try:
-        inventory = state_dir / "inventory.yml"
-        inventory.write_text(run_cli("inventory", "--state-dir", str(state_dir)).stdout)
-        yield _from_state(state_dir, owned=True), inventory, tmp_path_factory.mktemp("site-reports")
-    finally:
-        run_cli("down", "--state-dir", str(state_dir))
+    with profile_bed(tmp_path_factory.mktemp("site-bed"), "demo-faults") as (bed, inventory):
+        yield bed, inventory, tmp_path_factory.mktemp("site-reports")
 
 
 def run_site(inventory: Path, report_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
