@@ -58,6 +58,7 @@ class Workflows:
 
 
 def first_error(findings, key):
-    """``(layer, findings[key])`` of the first error among ``findings`` (the validation report's are all errors)."""
+    """``(layer, code)`` of the first error among ``findings``, the code read at ``key`` (None for a validation check
+    that has none; the validation report's findings are all errors)."""
     errors = [f for f in findings if f.get("severity", "error") == "error"]
-    return (errors[0]["layer"], errors[0][key]) if errors else (None, None)
+    return (errors[0]["layer"], errors[0].get(key)) if errors else (None, None)
