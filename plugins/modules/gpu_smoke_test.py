@@ -175,6 +175,9 @@ options:
   schedule_timeout:
     description:
       - Seconds a pod may stay unscheduled before its node counts as pending (capped at O(timeout)).
+      - With DRA claims, also the seconds a scheduled pod may wait while the kubelet cannot prepare its claims (a
+        C(FailedPrepareDynamicResources) event, the DRA kubelet plugin not running) before its node counts as pending
+        with the kubelet's message.
     type: int
     default: 60
   poll_interval:

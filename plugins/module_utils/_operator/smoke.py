@@ -346,7 +346,7 @@ class SmokeRun:
                     if name in in_flight:
                         in_flight[name]["devices"] = devices
                 now = self.clock()
-                finished, expired = [], []
+                finished, expired, unprepared = [], [], []
                 for name, info in in_flight.items():
                     pod = pods.get(name)
                     age = now - info["started"]
@@ -354,19 +354,26 @@ class SmokeRun:
                         if age > self.timeout:
                             expired.append((name, None))
                         continue
-                    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                    phase = (pod.get("status") or {}).get("phase")
+                    if phase in ("Succeeded", "Failed"):
                         finished.append((name, pod))
                         continue
                     unscheduled = not (pod.get("spec") or {}).get("nodeName")
                     if age > self.timeout or (unscheduled and age > self.schedule_timeout):
                         expired.append((name, pod))
+                    elif self.claims and phase == "Pending" and age > self.schedule_timeout:
+                        unprepared.append((name, pod))
+                prepared = self._events("FailedPrepareDynamicResources") if unprepared else None
+                # scheduled, and the kubelet still cannot prepare its claims (the DRA plugin not running): decided
+                expired.extend((n, p) for n, p in unprepared if meta_of(p).get("uid") in prepared)
                 outcomes = self._map(functools.partial(self._finish, in_flight=in_flight, now=now), finished)
                 for (name, _pod), result in zip(finished, outcomes):
                     results[in_flight.pop(name)["node"]] = result
                 if expired:
                     live = any(p is not None for _n, p in expired)
                     events = self._events("FailedScheduling") if live else {}
-                    prepared = self._events("FailedPrepareDynamicResources") if live and self.claims else {}
+                    if prepared is None:
+                        prepared = self._events("FailedPrepareDynamicResources") if live and self.claims else {}
                     for name, pod in expired:
                         info = in_flight.pop(name)
                         if pod is None:

@@ -129,11 +129,17 @@ class Resp:
         self.data = body if raw else json.dumps(body).encode()
 
 
+PREPARE_FAILED = (
+    "Failed to prepare dynamic resources: prepare dynamic resources: DRA driver gpu.nvidia.com is not registered"
+)
+
+
 class FakeCluster:
     """Pods advance one phase per LIST: Pending -> Running -> the node's behaviour."""
 
     def __init__(self, behaviour, leftovers=(), dra=False, namespace_labels=None):
-        self.behaviour = behaviour  # node -> passed | failed | unschedulable | hang
+        # node -> passed | failed | unschedulable | hang | unprepared (scheduled; the kubelet cannot prepare its claims)
+        self.behaviour = behaviour
         self.pods = {}
         self.calls = []
         self.max_in_flight = 0
@@ -156,6 +162,9 @@ class FakeCluster:
                 "status": {"phase": "Running"},
             }
 
+    def _how(self, pod):
+        return self.behaviour.get(pod["metadata"].get("annotations", {}).get("gpuops.io/smoke-test-node"))
+
     def _advance(self):
         for pod in self.pods.values():
             node = pod["metadata"].get("annotations", {}).get("gpuops.io/smoke-test-node")
@@ -168,7 +177,7 @@ class FakeCluster:
             elif st.get("phase") is None:
                 st["phase"] = "Pending"
                 pod["spec"]["nodeName"] = node
-            elif st["phase"] == "Pending":
+            elif st["phase"] == "Pending" and how != "unprepared":
                 st["phase"] = "Running"
             elif st["phase"] == "Running" and how in ("passed", "failed"):
                 code = 0 if how == "passed" else 1
@@ -208,14 +217,12 @@ class FakeCluster:
         if path.endswith("/log"):
             return Resp(200, b"Test PASSED\n", raw=True)
         if path.endswith("/events"):
+            unprepared = query["fieldSelector"].endswith("reason=FailedPrepareDynamicResources")
+            message = PREPARE_FAILED if unprepared else "0/3 nodes are available: untolerated taint"
             items = [
-                {
-                    "involvedObject": {"uid": p["metadata"]["uid"]},
-                    "message": "0/3 nodes are available: untolerated taint",
-                    "lastTimestamp": "t",
-                }
+                {"involvedObject": {"uid": p["metadata"]["uid"]}, "message": message, "lastTimestamp": "t"}
                 for p in self.pods.values()
-                if p["status"].get("conditions")
+                if (self._how(p) == "unprepared" if unprepared else p["status"].get("conditions"))
             ]
             return Resp(200, {"items": items, "metadata": {}})
         if path.endswith("/pods"):
@@ -400,6 +407,16 @@ def test_a_claim_run_reports_the_devices_and_leaves_no_template_or_claim_behind(
     assert results["a"]["resources"] == {"gpu.nvidia.com": "1"}
     assert cluster.pods == {} and cluster.templates == {} and cluster.claims == {} and run.leftovers == []
     assert cluster.label_history == []  # no admin access, the namespace is left alone
+
+
+def test_a_claim_the_kubelet_cannot_prepare_is_pending_with_its_message_after_the_schedule_timeout_not_the_timeout():
+    cluster = FakeCluster({"a": "passed", "b": "unprepared"}, dra=True)
+    run, client = claim_run(cluster, timeout=300, schedule_timeout=20)
+    results = run.run(select_nodes(client.list_core("nodes")))
+    assert results["a"]["status"] == "passed"
+    assert results["b"]["status"] == "pending" and PREPARE_FAILED in results["b"]["reason"]
+    assert 20 < results["b"]["duration"] < 30, "decided once the schedule timeout passed, not after 300 s"
+    assert cluster.pods == {} and cluster.claims == {} and cluster.templates == {}
 
 
 def test_admin_access_labels_the_namespace_for_the_run_only():
