@@ -184,9 +184,21 @@ class Bed:
             except Exception as exc:  # noqa: BLE001 - deleted meanwhile (404) is the outcome wanted
                 if getattr(exc, "status", None) != 404:
                     raise
-        wait_for(lambda: not self.chart_crds(), 120, what="the chart's CRDs deleted")
+        try:  # the API server deletes each CRD's objects first: minutes on a busy machine, stops once they are gone
+            wait_for(lambda: not self.chart_crds(), 240, what="the chart's CRDs deleted")
+        except AssertionError as exc:
+            raise AssertionError("%s; still there: %s" % (exc, self.crd_states())) from None
         for node in self.core.list_node(label_selector=DRA_DEPLOY_LABEL).items:
             self.core.patch_node(node.metadata.name, {"metadata": {"labels": {DRA_DEPLOY_LABEL: None}}})
+
+    def crd_states(self):
+        """``{name: (deleting since, finalizers, the Terminating condition's message)}`` of the chart's CRDs."""
+        states = {}
+        for crd in self.ext.list_custom_resource_definition().items:
+            if crd.spec.group in CHART_CRD_GROUPS:
+                terminating = [c.message for c in (crd.status.conditions or []) if c.type == "Terminating"]
+                states[crd.metadata.name] = (crd.metadata.deletion_timestamp, crd.metadata.finalizers, terminating)
+        return states
 
     def chart_crds(self):
         """Names of the CRDs the stand-in chart and its NFD subchart install that exist."""
