@@ -56,6 +56,11 @@ class Workflows:
             "audit": {r["node_name"]: first_error(r["judgement"]["findings"], "code") for r in snapshot["fleet"]},
         }
 
+    def assert_judged_alike(self, rows, expected):
+        """Each workflow of :meth:`first_judged` names ``expected`` (``{node: (layer, code)}``) for its nodes."""
+        for workflow, found in self.first_judged(rows).items():
+            assert {n: found.get(n) for n in expected} == expected, workflow
+
 
 def first_error(findings, key):
     """``(layer, code)`` of the first error among ``findings``, the code read at ``key`` (None for a validation check

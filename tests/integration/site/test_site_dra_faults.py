@@ -42,5 +42,4 @@ def test_site_fails_naming_each_broken_dra_driver_at_the_dra_layer(site_run):
 def test_node_triage_and_the_audit_judge_each_node_as_the_site_validation_did(site_run, tmp_path):
     bed, _site, rows = site_run
     expected = dict.fromkeys(HEALTHY, (None, None)) | FAULTY
-    for workflow, found in Workflows(bed, tmp_path).first_judged(rows).items():
-        assert {n: found.get(n) for n in expected} == expected, workflow
+    Workflows(bed, tmp_path).assert_judged_alike(rows, expected)

@@ -148,8 +148,7 @@ def test_node_triage_and_the_audit_judge_each_node_as_the_site_validation_did(si
         "h100-xid-0": ("gpu-health", "UnhealthyGPUs"),
         "a100-noruntime-0": ("toolkit", "RuntimeNotConfigured"),
     }
-    for workflow, found in Workflows(bed, tmp_path).first_judged(verdicts(report_dir)).items():
-        assert {n: found.get(n) for n in expected} == expected, workflow
+    Workflows(bed, tmp_path).assert_judged_alike(verdicts(report_dir), expected)
 
 
 def test_a_second_run_over_the_same_fleet_changes_nothing(site_bed):

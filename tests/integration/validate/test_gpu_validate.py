@@ -26,8 +26,7 @@ def assert_one_judgement(bed, work, rows, expected, skip=()):
     in ``expected`` as the validation report's ``rows``, and no failure on the other GPU nodes of ``rows`` (but those
     in ``skip``): one judgement of a node."""
     expected = {n: expected.get(n, (None, None)) for n in rows if n not in skip}
-    for workflow, found in Workflows(bed, work).first_judged(rows).items():
-        assert {n: found.get(n) for n in expected} == expected, workflow
+    Workflows(bed, work).assert_judged_alike(rows, expected)
 
 
 @pytest.fixture
