@@ -48,7 +48,7 @@ export GPUOPS_BIN
 endif
 export PATH := $(VENV)/bin:$(SIM_BIN):$(PATH)
 
-.PHONY: help venv collection-root sanity-root prometheus chromium sim-binaries site-binaries nvml lint ruff ansible-lint sanity units \
+.PHONY: help venv collection-root sanity-root prometheus chromium real-node-packages sim-binaries site-binaries nvml lint ruff ansible-lint sanity units \
 	integration molecule test site audit canary-demo site-down bench build doc-check changelog-lint ee clean
 
 help:
@@ -59,7 +59,8 @@ help:
 	@echo "make canary-demo - make site, then the canary upgrade of docs/canary-upgrade.md (a refusal, its recovery)"
 	@echo "make test   - the whole suite: lint, sanity, units, doc-check, changelog-lint, ee, integration, molecule"
 	@echo "             INTEGRATION_WORKERS=N runs the integration specs on N workers (default 2; 0 runs them in one process)"
-	@echo "other targets: venv collection-root sanity-root sim-binaries site-binaries nvml chromium prometheus lint ruff"
+	@echo "other targets: venv collection-root sanity-root sim-binaries site-binaries nvml chromium prometheus real-node-packages"
+	@echo "               lint ruff"
 	@echo "               ansible-lint sanity units integration molecule doc-check changelog-lint ee build bench site-down clean"
 
 # --- set-up -------------------------------------------------------------------------------------------
@@ -93,17 +94,28 @@ prometheus:
 	@command -v prometheus >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 	@command -v prometheus >/dev/null || { echo "prometheus: install Debian's package: apt-get install -y prometheus"; exit 1; }
 
+# The real node's Debian packages (docs/testbed.md): the CNI plugins (bridge, host-local, loopback) give its pods
+# their network; libseccomp's headers let runc apply the pods' seccomp profiles (build.sh builds it with them).
+real-node-packages:
+	@test -x /usr/lib/cni/bridge -a -f /usr/include/seccomp.h || { apt-get update -qq && \
+		apt-get install -y -qq --no-install-recommends containernetworking-plugins libseccomp-dev >/dev/null; }
+	@test -x /usr/lib/cni/bridge -a -f /usr/include/seccomp.h || { echo "real-node-packages: install Debian's \
+	packages: apt-get install -y containernetworking-plugins libseccomp-dev"; exit 1; }
+
 # Debian's headless Chromium opens the audit's HTML report in the browser test.
 chromium:
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 	@command -v chromium >/dev/null || { echo "chromium: install Debian's package: apt-get install -y chromium"; exit 1; }
 
-sim-binaries:
+sim-binaries: real-node-packages
 	bash $(REPO)/tests/sim/build/build.sh
 
-# What a running bed needs (the first `make site` builds only these; helm3 is for the tests).
-site-binaries:
-	bash $(REPO)/tests/sim/build/build.sh etcd kwok helm4 k8s upgrade-controller
+# What a running bed needs (the first `make site` builds only these; helm3 is for the tests); the real node's
+# runtime, kubelet and NVIDIA programs only for SITE_PROFILE=real-node.
+REAL_NODE_BINARIES := kubelet runc containerd container-toolkit device-plugin
+site-binaries: $(if $(filter real-node,$(SITE_PROFILE)),real-node-packages)
+	bash $(REPO)/tests/sim/build/build.sh etcd kwok helm4 k8s upgrade-controller \
+		$(if $(filter real-node,$(SITE_PROFILE)),$(REAL_NODE_BINARIES))
 
 nvml:
 	@if [ -f $(REPO)/tests/sim/nvml/Makefile ]; then $(MAKE) --no-print-directory -C $(REPO)/tests/sim/nvml; \

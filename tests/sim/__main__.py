@@ -23,6 +23,13 @@ def main(argv: list[str] | None = None) -> int:
     p_up.add_argument("--profile", default="ci", help="ci, demo, scale-1000 or a path to a profile .yml")
     p_up.add_argument("--port", type=int, help="kube-apiserver port on 127.0.0.1 (default: a free one)")
     p_up.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for nodes to be Ready")
+    p_up.add_argument(
+        "--real-node",
+        nargs="?",
+        const=profiles.RealNode.nvml_profile,
+        metavar="NVML_PROFILE",
+        help="also join this machine as one real GPU node (root; docs/testbed.md, 'The real node')",
+    )
     sub.add_parser("down", help="stop the processes `up` started and remove the state directory")
     sub.add_parser("status", help="one line per component; exit 1 if any crashed, 3 if not up")
     p_inv = sub.add_parser("inventory", help="print an Ansible YAML inventory of the simulated GPU hosts")
@@ -42,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.cmd == "up":
-            testbed.up(args.profile, args.state_dir, args.port, args.timeout)
+            testbed.up(args.profile, args.state_dir, args.port, args.timeout, real_node=args.real_node)
         elif args.cmd == "down":
             testbed.down(args.state_dir)
         elif args.cmd == "status":

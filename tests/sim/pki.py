@@ -127,3 +127,34 @@ def generate(pki_dir: Path, days: int = 3650) -> dict:
     _write_cert(paths["admin.crt"], leaf)
     _write_key(paths["admin.key"], key)
     return {k: str(v) for k, v in paths.items()}
+
+
+def issue_client(pki_dir: Path, name: str, common_name: str, organization: str, days: int = 3650) -> dict:
+    """Write <name>.crt/<name>.key under pki_dir: a client certificate for ``common_name`` in group
+    ``organization``, signed by the CA ``generate`` wrote there (a kubelet's system:node:<node> identity)."""
+    ca = x509.load_pem_x509_certificate((pki_dir / "ca.crt").read_bytes())
+    ca_key = serialization.load_pem_private_key((pki_dir / "ca.key").read_bytes(), password=None)
+    now = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5)
+    key = _key()
+    subject = x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization),
+            x509.NameAttribute(NameOID.COMMON_NAME, common_name),
+        ]
+    )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    paths = {"crt": pki_dir / f"{name}.crt", "key": pki_dir / f"{name}.key"}
+    _write_cert(paths["crt"], cert)
+    _write_key(paths["key"], key)
+    return {k: str(v) for k, v in paths.items()}

@@ -55,6 +55,16 @@ class Pool:
 
 
 @dataclass
+class RealNode:
+    """This machine joined to the bed as one real node (tests/sim/realnode): kubelet, containerd and runc, with
+    the GPUs of fake NVML fixture ``nvml_profile`` (tests/sim/nvml/profiles)."""
+
+    name: str = "gpu-real-0"
+    nvml_profile: str = "h100-sxm-8-r580"
+    labels: dict = field(default_factory=dict)
+
+
+@dataclass
 class Profile:
     name: str
     description: str
@@ -65,6 +75,7 @@ class Profile:
     heartbeat_interval_seconds: int = 60
     node_monitor_grace_period_seconds: int = 120
     create_parallelism: int = 16
+    real_node: RealNode | None = None
     source: str = ""
 
     @property
@@ -140,6 +151,7 @@ TOP_KEYS = {
     "controller_manager",
     "pools",
     "create_parallelism",
+    "real_node",
 }
 OPERATOR_MODES = ("clusterpolicy", "gpucluster")
 
@@ -176,6 +188,8 @@ def parse(data, source: str = "") -> Profile:
         )
     if "create_parallelism" in data:
         prof.create_parallelism = _int(data["create_parallelism"], "create_parallelism", 1)
+    if data.get("real_node") is not None:
+        prof.real_node = _real_node(data["real_node"])
     pools = data["pools"]
     if not isinstance(pools, list) or not pools:
         raise ProfileError("profile: 'pools' must be a non-empty list")
@@ -230,6 +244,19 @@ def parse(data, source: str = "") -> Profile:
             pool.taints.append({k: str(v) for k, v in t.items()})
         prof.pools.append(pool)
     return prof
+
+
+def _real_node(data) -> RealNode:
+    _check_keys(data, {"name", "nvml_profile", "labels"}, "real_node")
+    node = RealNode()
+    if "name" in data:
+        node.name = _str(data["name"], "real_node.name")
+        if not _NAME.match(node.name):
+            raise ProfileError(f"profile: 'real_node.name' must be a DNS label, got {node.name!r}")
+    if "nvml_profile" in data:
+        node.nvml_profile = _str(data["nvml_profile"], "real_node.nvml_profile")
+    node.labels = _str_map(data.get("labels"), "real_node.labels")
+    return node
 
 
 def resolve(name_or_path: str) -> Path:

@@ -259,11 +259,17 @@ def _stop(pid: int, marker: str, grace: float = 10.0) -> None:
 
 
 def _stop_all(state: State) -> None:
-    comps = state.components
-    for name in reversed(COMPONENTS):
-        c = comps.get(name)
-        if c:
-            _stop(c["pid"], c["marker"])
+    try:
+        if state.data.get("real_node"):  # first, while the API server it reports to still runs
+            from tests.sim.realnode import node as real_node
+
+            real_node.down(state)
+    finally:
+        comps = state.components
+        for name in reversed(COMPONENTS):
+            c = comps.get(name)
+            if c:
+                _stop(c["pid"], c["marker"])
 
 
 # --------------------------------------------------------------------------------------------- config files
@@ -465,9 +471,16 @@ def _running_summary(state: State) -> str:
 
 
 def up(
-    profile: str = "ci", state_dir: Path | str = DEFAULT_STATE, port: int | None = None, timeout: float = 180.0
+    profile: str = "ci",
+    state_dir: Path | str = DEFAULT_STATE,
+    port: int | None = None,
+    timeout: float = 180.0,
+    real_node: str | None = None,
 ) -> State:
+    """Start the bed of ``profile``; ``real_node`` (an NVML fixture name) joins this machine as a real node too."""
     prof = profiles.load(profile)
+    if real_node and not prof.real_node:
+        prof.real_node = profiles.RealNode(nvml_profile=real_node)
     state = State(Path(state_dir))
     if state.exists():
         state.load()
@@ -724,7 +737,8 @@ def _up(state: State, prof: profiles.Profile, bins: dict, port: int | None, time
             f"--node-port={kwok_port}",
             f"--server-address=127.0.0.1:{kwok_port}",
             f"--node-lease-duration-seconds={prof.node_lease_duration_seconds}",
-            "--manage-all-nodes=true",
+            # Only the simulated nodes (profiles.node_manifest annotates them): a real node's kubelet owns its own.
+            "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
         ],
         marker=bins["kwok"],
     )
@@ -803,6 +817,10 @@ def _up(state: State, prof: profiles.Profile, bins: dict, port: int | None, time
         for name in ("gpu-operator-sim", "upgrade-controller"):
             if not pid_alive(state.components[name]["pid"]):
                 raise TestbedError(f"{name} exited at start; see {state.components[name]['log']}")
+    if prof.real_node:
+        from tests.sim.realnode import node as real_node
+
+        real_node.up(state, prof.real_node, api)
     _wait(
         "chart repository index.yaml",
         state,
@@ -907,6 +925,16 @@ def inventory(state_dir: Path | str = DEFAULT_STATE, profile: str | None = None)
             if pool.nvml_profile:
                 h["gpu_nvml_fixture"] = str(SIM_DIR / "nvml" / "profiles" / f"{pool.nvml_profile}.yml")
             hosts[name] = h
+    real = state.data.get("real_node") or (prof.real_node and vars(prof.real_node))  # joined with --real-node too
+    if real:  # this machine: its own files, the fake NVML of its driver root
+        hosts[real["name"]] = {
+            "ansible_connection": "local",
+            "ansible_python_interpreter": sys.executable,
+            "k8s_node_name": real["name"],
+            "gpu_pool": "real-node",
+            "gpu_host_root": "/",
+            "gpu_nvml_fixture": str(SIM_DIR / "nvml" / "profiles" / f"{real['nvml_profile']}.yml"),
+        }
     inv = {
         "all": {
             "vars": {
@@ -925,6 +953,16 @@ def inventory(state_dir: Path | str = DEFAULT_STATE, profile: str | None = None)
             },
         }
     }
+    if real:
+        from tests.sim.realnode import images
+
+        # the device plugin the real node runs (its image is built here under this tag), and the smoke pod's
+        # verdict: the CUDA sample's line where only real nodes run GPUs, kwok's everywhere else
+        inv["all"]["vars"]["gpuops_operator_values"] = {"devicePlugin": {"version": images.DEVICE_PLUGIN_VERSION}}
+        # the real node is this machine, whatever OS builds the collection: its OS is reported, not a stop
+        inv["all"]["vars"]["gpu_baseline_severity"] = {"os.supported": "warn"}
+        if not prof.gpu_pools():
+            inv["all"]["vars"]["gpuops_smoke_expected_output"] = "Test PASSED"
     if "chart_repo_url" in state.data:
         inv["all"]["vars"]["gpuops_chart_repo_url"] = state.data["chart_repo_url"]
     if prof.operator_mode == "gpucluster":

@@ -199,7 +199,8 @@ def classify(pod, expected_output=None, logs=None, timed_out=False, schedule_eve
     * ``passed``: Succeeded and, when ``expected_output`` is set, the log contains it.
     * ``failed``: Failed, a Succeeded pod whose log lacks the expected text, or timed out after scheduling.
     * ``pending``: timed out before it was scheduled; the reason is the scheduler's FailedScheduling message; or
-      scheduled but never started, with the kubelet's ``node_event`` (``FailedPrepareDynamicResources``) if any.
+      scheduled but never started, with the kubelet's ``node_event`` (``FailedPrepareDynamicResources``,
+      ``FailedCreatePodSandBox``) if any.
     """
     status = pod.get("status") or {}
     phase = status.get("phase")
@@ -210,6 +211,8 @@ def classify(pod, expected_output=None, logs=None, timed_out=False, schedule_eve
             return "failed", "exited 0 but the log does not contain %r" % expected_output, exit_code
         return "passed", None, exit_code
     if phase == "Failed":
+        if not term and status.get("reason") not in (None, "DeadlineExceeded"):  # refused by the kubelet
+            return "failed", ": ".join(p for p in (status["reason"], status.get("message")) if p), None
         reason = term.get("message") or term.get("reason") or status.get("reason") or "Failed"
         detail = "exit code %s: %s" % (exit_code, reason) if exit_code is not None else reason
         if status.get("reason") == "DeadlineExceeded":
@@ -262,6 +265,16 @@ class SmokeRun:
         return self.client.list_all(
             path, label_selector=selector, page_size=self.page_size, what="list smoke-test pods in %s" % self.namespace
         )[0]
+
+    def _kubelet_refusals(self):
+        """``{pod uid: message}`` of the kubelet's newest reason why a scheduled pod cannot start: its DRA claims
+        cannot be prepared (claim runs), its sandbox cannot be created (a runtime or network failure)."""
+        reasons = (("FailedPrepareDynamicResources",) if self.claims else ()) + ("FailedCreatePodSandBox",)
+        refused = {}
+        for reason in reasons:
+            for uid, message in self._events(reason).items():
+                refused.setdefault(uid, message)
+        return refused
 
     def _events(self, reason):
         """``{pod uid: message}`` of the newest ``reason`` event per pod, from one LIST."""
@@ -346,7 +359,7 @@ class SmokeRun:
                     if name in in_flight:
                         in_flight[name]["devices"] = devices
                 now = self.clock()
-                finished, expired, unprepared = [], [], []
+                finished, expired, stuck = [], [], []
                 for name, info in in_flight.items():
                     pod = pods.get(name)
                     age = now - info["started"]
@@ -361,19 +374,19 @@ class SmokeRun:
                     unscheduled = not (pod.get("spec") or {}).get("nodeName")
                     if age > self.timeout or (unscheduled and age > self.schedule_timeout):
                         expired.append((name, pod))
-                    elif self.claims and phase == "Pending" and age > self.schedule_timeout:
-                        unprepared.append((name, pod))
-                prepared = self._events("FailedPrepareDynamicResources") if unprepared else None
-                # scheduled, and the kubelet still cannot prepare its claims (the DRA plugin not running): decided
-                expired.extend((n, p) for n, p in unprepared if meta_of(p).get("uid") in prepared)
+                    elif phase == "Pending" and age > self.schedule_timeout:
+                        stuck.append((name, pod))
+                refused = self._kubelet_refusals() if stuck else None
+                # scheduled, and the kubelet still cannot start it (its claims unprepared, no sandbox): decided
+                expired.extend((n, p) for n, p in stuck if meta_of(p).get("uid") in refused)
                 outcomes = self._map(functools.partial(self._finish, in_flight=in_flight, now=now), finished)
                 for (name, _pod), result in zip(finished, outcomes):
                     results[in_flight.pop(name)["node"]] = result
                 if expired:
                     live = any(p is not None for _n, p in expired)
                     events = self._events("FailedScheduling") if live else {}
-                    if prepared is None:
-                        prepared = self._events("FailedPrepareDynamicResources") if live and self.claims else {}
+                    if refused is None:
+                        refused = self._kubelet_refusals() if live else {}
                     for name, pod in expired:
                         info = in_flight.pop(name)
                         if pod is None:
@@ -387,7 +400,7 @@ class SmokeRun:
                             self.expected_output,
                             timed_out=True,
                             schedule_event=events.get(uid),
-                            node_event=prepared.get(uid),
+                            node_event=refused.get(uid),
                         )
                         if status == "failed":
                             reason = "%s after %ds" % (reason, self.timeout)
@@ -402,7 +415,8 @@ class SmokeRun:
         name, pod = name_pod
         info = in_flight[name]
         logs = None
-        if self.collect_logs or self.expected_output:
+        ran = bool(_container_state(pod).get("terminated"))  # a pod the kubelet refused has no container log
+        if ran and (self.collect_logs or self.expected_output):
             logs = self.client.pod_log(
                 self.namespace, name, container="smoke", tail_lines=LOG_TAIL_LINES, limit_bytes=LOG_LIMIT_BYTES
             )

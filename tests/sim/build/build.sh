@@ -10,6 +10,11 @@ ETCD_VERSION=${ETCD_VERSION:-v3.6.14}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 HELM4_VERSION=${HELM4_VERSION:-v4.3.2}
 HELM3_VERSION=${HELM3_VERSION:-v3.21.4}
+# The real node (profile real-node): its runtime, kubelet and NVIDIA's node programs.
+RUNC_VERSION=${RUNC_VERSION:-v1.5.3}
+CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.4.2}
+CTK_VERSION=${CTK_VERSION:-v1.20.2}
+DEVICE_PLUGIN_VERSION=${DEVICE_PLUGIN_VERSION:-v0.17.4}
 
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${GPUOPS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuops}
@@ -125,6 +130,59 @@ build_upgrade_controller() {
   mv "$(key upgrade-controller "$v").tmp" "$(key upgrade-controller "$v")"; link upgrade-controller "$v"
 }
 
+# The kubelet comes from the same wrapper module as the control plane, with its own import added (so the bed's
+# three binaries need not be rebuilt when it is first wanted).
+need_kubelet() { need_simple kubelet "$K8S_VERSION"; }
+prepare_kubelet() {
+  prepare_k8s
+  if ! grep -q cmd/kubelet tools.go; then
+    sed -i 's|^\t_ "k8s.io/kubernetes/cmd/kube-scheduler"|&\n\t_ "k8s.io/kubernetes/cmd/kubelet"|' tools.go
+    progress "kubernetes $K8S_VERSION: go mod tidy (kubelet)" go mod tidy
+  fi
+}
+build_kubelet() {
+  local v=$K8S_VERSION minor
+  minor=$(echo "$v" | cut -d. -f2)
+  cd "$cache/src/k8s-$v"
+  log "kubelet $v"
+  progress "kubelet $v: go build" go build -trimpath -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z" -o "$(key kubelet "$v").tmp" k8s.io/kubernetes/cmd/kubelet
+  mv "$(key kubelet "$v").tmp" "$(key kubelet "$v")"; link kubelet "$v"
+}
+
+# need_multi NAME VERSION MODULE TAGS PACKAGE...: true when one of the PACKAGEs' binaries must be built. The cache
+# key carries the build TAGS (runc with seccomp is another binary than runc without).
+tagged() { local tags=$2; echo "$1${tags:+-${tags// /+}}"; }
+need_multi() {
+  local v; v=$(tagged "$2" "$4"); local pkg bins=(); shift 4
+  for pkg in "$@"; do bins+=("$(basename "$pkg")"); done
+  if given "${bins[@]}"; then return 1; fi
+  for pkg in "${bins[@]}"; do have "$pkg" "$v" || return 0; done
+  for pkg in "${bins[@]}"; do link "$pkg" "$v"; done
+  return 1
+}
+# prepare_multi NAME VERSION MODULE: a wrapper module requiring MODULE@VERSION (its packages are named at build).
+prepare_multi() {
+  local name=$1 v=$2 mod=$3
+  local src="$cache/src/$name-$v"; mkdir -p "$src"; cd "$src"
+  if [ ! -f go.mod ]; then
+    go mod init "gpuops.local/${name}build" >/dev/null 2>&1
+    progress "$name $v: go get" go get "$mod@$v"
+  fi
+}
+# build_multi NAME VERSION MODULE TAGS PACKAGE...: each PACKAGE built (cgo on, build TAGS) into its own binary.
+build_multi() {
+  local name=$1 version=$2 v tags=$4 pkg b; v=$(tagged "$2" "$4"); shift 4
+  log "$name $v"
+  if [[ " $tags " == *" seccomp "* ]] && [ ! -f /usr/include/seccomp.h ]; then
+    log "$name: seccomp needs libseccomp's headers: apt-get install libseccomp-dev (make real-node-packages)"; exit 1; fi
+  cd "$cache/src/$name-$version"
+  for pkg in "$@"; do
+    b=$(basename "$pkg")
+    progress "$b $v: go build" env CGO_ENABLED=1 go build -trimpath -tags "$tags" -ldflags "-s -w" -o "$(key "$b" "$v").tmp" "$pkg"
+    mv "$(key "$b" "$v").tmp" "$(key "$b" "$v")"; link "$b" "$v"
+  done
+}
+
 # need_simple NAME VERSION: true when NAME must be built (else the ready one is linked).
 need_simple() {
   if given "$1"; then return 1; fi
@@ -165,11 +223,23 @@ component() {
             "-X helm.sh/helm/v3/internal/version.version=$HELM3_VERSION -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=36" ;;
     k8s) "${step}_k8s" ;;
     upgrade-controller) "${step}_upgrade_controller" ;;
-    *) echo "unknown component '$2' (choose from: etcd kwok helm4 helm3 k8s upgrade-controller)" >&2; exit 2 ;;
+    kubelet) "${step}_kubelet" ;;
+    runc) "${step}_multi" runc "$RUNC_VERSION" github.com/opencontainers/runc seccomp github.com/opencontainers/runc ;;
+    containerd) "${step}_multi" containerd "$CONTAINERD_VERSION" github.com/containerd/containerd/v2 "no_btrfs no_devmapper no_zfs" \
+            github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/ctr \
+            github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 ;;
+    container-toolkit) "${step}_multi" container-toolkit "$CTK_VERSION" github.com/NVIDIA/nvidia-container-toolkit "" \
+            github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-ctk \
+            github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-container-runtime \
+            github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-cdi-hook ;;
+    device-plugin) "${step}_multi" device-plugin "$DEVICE_PLUGIN_VERSION" github.com/NVIDIA/k8s-device-plugin "" \
+            github.com/NVIDIA/k8s-device-plugin/cmd/nvidia-device-plugin ;;
+    *) echo "unknown component '$2' (choose from: etcd kwok helm4 helm3 k8s upgrade-controller $real_node)" >&2; exit 2 ;;
   esac
 }
 
-want=${*:-etcd kwok helm4 helm3 k8s upgrade-controller}
+real_node="kubelet runc containerd container-toolkit device-plugin"
+want=${*:-etcd kwok helm4 helm3 k8s upgrade-controller $real_node}
 # Fetching modules waits on the network, building keeps every core busy: the modules of every component to build
 # are fetched at once in the background (go's module cache locks itself), while the builds run one after another.
 todo=() prep=()

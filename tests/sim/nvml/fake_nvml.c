@@ -11,10 +11,22 @@
  * "error:<code>" returns that code. "gpu.<i>.lost: true" makes the GPU fall off the bus.
  * "include: <file>" (relative to the fixture's directory) reads another fixture under this one's keys.
  * "init_hang_seconds: N" makes nvmlInit block N seconds first, as NVML does on a GPU that fell off the bus.
+ *
+ * For NVIDIA's k8s-device-plugin and nvidia-ctk (through go-nvml) it also has nvmlDeviceGetMinorNumber
+ * ("gpu.<i>.minor_number", default the index), nvmlDeviceGetIndex, nvmlDeviceGetHandleByUUID and events:
+ * nvmlDeviceGetSupportedEventTypes ("gpu.<i>.supported_event_types", default SBE|DBE|PState|Xid|Clock = 0x1f),
+ * nvmlEventSetCreate/Free, nvmlDeviceRegisterEvents and nvmlEventSetWait(_v2). The wait re-reads the fixture
+ * file every 50 ms until its timeout (then NVML_ERROR_TIMEOUT); "gpu.<i>.xid: 79" on a GPU registered for Xid
+ * events delivers one nvmlEventTypeXidCriticalError event (eventData 79) per new value, so a test makes a GPU
+ * unhealthy at runtime by appending that line. Removing the line re-arms it.
+ * Thread safe: Go calls in from several threads, and each nvmlInit publishes a freshly read fixture.
  */
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAXKV 2048
@@ -24,12 +36,25 @@
 #define NVML_ERROR_UNINITIALIZED 1
 #define NVML_ERROR_INVALID_ARGUMENT 2
 #define NVML_ERROR_NOT_SUPPORTED 3
+#define NVML_ERROR_NOT_FOUND 6
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
+#define NVML_ERROR_TIMEOUT 10
 #define NVML_ERROR_GPU_IS_LOST 15
+#define EVENT_SBE 0x1ULL
+#define EVENT_DBE 0x2ULL
+#define EVENT_PSTATE 0x4ULL
+#define EVENT_XID 0x8ULL
+#define EVENT_CLOCK 0x10ULL
 
 typedef struct { int index; int parent; } dev_t_;
-static char *keys[MAXKV], *vals[MAXKV];
-static int nkv = 0, loaded = 0, inited = 0;
+/* One parsed fixture. nvmlInit publishes a new table but frees a replaced one only 16 inits later: Go programs
+ * call NVML from several threads at once, so another thread may still be reading it. */
+typedef struct { int n; char *keys[MAXKV], *vals[MAXKV]; } table_t;
+static table_t *volatile tab = NULL;
+static table_t *retired[16];
+static unsigned nretired = 0;
+static int inited = 0;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static dev_t_ gpus[MAXGPU];
 static dev_t_ migs[MAXGPU * MAXMIG];
 
@@ -44,12 +69,13 @@ static char *trim(char *s) {
 
 /* Reads one fixture file; its "include: <file>" (relative to its directory) is read after it, so the including
  * file's keys win (get() returns the first match). */
-static void read_fixture(const char *path, int depth) {
-    FILE *f;
+static void read_fixture(table_t *t, const char *path, int depth);
+
+/* Reads fixture lines from f (then closes it); an include is relative to path's directory. */
+static void read_lines(table_t *t, FILE *f, const char *path, int depth) {
     char line[1024], include[1024] = "", full[2300];
     const char *slash;
-    if (!path || depth > 4 || !(f = fopen(path, "r"))) return;
-    while (fgets(line, sizeof line, f) && nkv < MAXKV) {
+    while (fgets(line, sizeof line, f) && t->n < MAXKV) {
         char *p = trim(line), *c;
         if (!*p || *p == '#' || !strncmp(p, "---", 3)) continue;
         c = strstr(p, ": ");
@@ -59,42 +85,79 @@ static void read_fixture(const char *path, int depth) {
             snprintf(include, sizeof include, "%s", trim(c + 2));
             continue;
         }
-        keys[nkv] = strdup(trim(p));
-        vals[nkv] = strdup(trim(c + 1 + (c[1] ? 1 : 0)));
-        nkv++;
+        t->keys[t->n] = strdup(trim(p));
+        t->vals[t->n] = strdup(trim(c + 1 + (c[1] ? 1 : 0)));
+        t->n++;
     }
     fclose(f);
     if (!*include) return;
     slash = strrchr(path, '/');
     if (include[0] != '/' && slash) snprintf(full, sizeof full, "%.*s/%s", (int)(slash - path), path, include);
     else snprintf(full, sizeof full, "%s", include);
-    read_fixture(full, depth + 1);
+    read_fixture(t, full, depth + 1);
 }
 
-static void load(void) {
+static void read_fixture(table_t *t, const char *path, int depth) {
+    FILE *f;
+    if (!path || depth > 4 || !(f = fopen(path, "r"))) return;
+    read_lines(t, f, path, depth);
+}
+
+/* A node's copy of the library (tests/sim/realnode/driver_root.py) carries its fixture, read when
+ * GPUOPS_FAKE_NVML_FIXTURE is unset: a container that mounts only the library still sees that node's GPUs. */
+extern const char gpuops_embedded_fixture[] __attribute__((weak));
+
+__attribute__((constructor)) static void setup_handles(void) {
     int i;
-    if (loaded) return;
-    loaded = 1;
     for (i = 0; i < MAXGPU; i++) gpus[i].index = i, gpus[i].parent = -1;
     for (i = 0; i < MAXGPU * MAXMIG; i++) migs[i].index = i % MAXMIG, migs[i].parent = i / MAXMIG;
-    read_fixture(getenv("GPUOPS_FAKE_NVML_FIXTURE"), 0);
 }
 
-static const char *get(const char *k) {
+static table_t *parse_fixture(void) {
+    table_t *t = calloc(1, sizeof *t);
+    const char *path = getenv("GPUOPS_FAKE_NVML_FIXTURE");
+    FILE *f;
+    if (path) read_fixture(t, path, 0);
+    else if (gpuops_embedded_fixture && (f = fmemopen((void *)gpuops_embedded_fixture, strlen(gpuops_embedded_fixture), "r")))
+        read_lines(t, f, "", 0);
+    return t;
+}
+
+static void free_table(table_t *t) {
     int i;
-    load();
-    for (i = 0; i < nkv; i++) if (!strcmp(keys[i], k)) return vals[i];
+    for (i = 0; i < t->n; i++) { free(t->keys[i]); free(t->vals[i]); }
+    free(t);
+}
+
+static const char *tget(const table_t *t, const char *k) {
+    int i;
+    for (i = 0; i < t->n; i++) if (!strcmp(t->keys[i], k)) return t->vals[i];
     return NULL;
 }
 
-static const char *gget(int idx, const char *field) {
+/* "gpu.<idx>.<field>", else "gpu.*.<field>" */
+static const char *tgget(const table_t *t, int idx, const char *field) {
     char k[128];
     const char *v;
     snprintf(k, sizeof k, "gpu.%d.%s", idx, field);
-    if ((v = get(k))) return v;
+    if ((v = tget(t, k))) return v;
     snprintf(k, sizeof k, "gpu.*.%s", field);
-    return get(k);
+    return tget(t, k);
 }
+
+static table_t *current(void) {
+    table_t *t = tab;
+    if (!t) {
+        pthread_mutex_lock(&lock);
+        if (!tab) tab = parse_fixture();
+        t = tab;
+        pthread_mutex_unlock(&lock);
+    }
+    return t;
+}
+
+static const char *get(const char *k) { return tget(current(), k); }
+static const char *gget(int idx, const char *field) { return tgget(current(), idx, field); }
 
 /* returns NVML code for value v; 0 when usable */
 static int vcode(const char *v) {
@@ -150,26 +213,37 @@ static int sysstr(const char *k, char *buf, unsigned len) {
     return 0;
 }
 
-static void unload(void) {
-    int i;
-    for (i = 0; i < nkv; i++) { free(keys[i]); free(vals[i]); }
-    nkv = 0;
-    loaded = 0;
-}
-
+/* Re-reads the fixture on every init, so one process can switch fixtures. */
 int nvmlInitWithFlags(unsigned flags) {
     const char *v;
+    table_t *t = parse_fixture();
     (void)flags;
-    unload(); /* re-read the fixture on every init, so one process can switch fixtures */
-    if ((v = get("init_hang_seconds"))) sleep((unsigned)atoi(v));
-    v = get("init_error");
+    pthread_mutex_lock(&lock);
+    if (tab) {
+        unsigned slot = nretired++ % 16;
+        if (retired[slot]) free_table(retired[slot]);
+        retired[slot] = tab;
+    }
+    tab = t;
+    pthread_mutex_unlock(&lock);
+    if ((v = tget(t, "init_hang_seconds"))) sleep((unsigned)atoi(v));
+    v = tget(t, "init_error");
     if (v && atoi(v)) return atoi(v);
-    inited = 1;
+    pthread_mutex_lock(&lock);
+    inited++; /* NVML counts inits: each nvmlShutdown undoes one */
+    pthread_mutex_unlock(&lock);
     return 0;
 }
 int nvmlInit_v2(void) { return nvmlInitWithFlags(0); }
 int nvmlInit(void) { return nvmlInitWithFlags(0); }
-int nvmlShutdown(void) { if (!inited) return NVML_ERROR_UNINITIALIZED; inited = 0; return 0; }
+int nvmlShutdown(void) {
+    int rc = 0;
+    pthread_mutex_lock(&lock);
+    if (inited) inited--;
+    else rc = NVML_ERROR_UNINITIALIZED;
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
 
 const char *nvmlErrorString(int rc) {
     switch (rc) {
@@ -178,7 +252,10 @@ const char *nvmlErrorString(int rc) {
     case 2: return "Invalid Argument";
     case 3: return "Not Supported";
     case 4: return "Insufficient Permissions";
+    case 6: return "Not Found";
+    case 7: return "Insufficient Size";
     case 9: return "Driver Not Loaded";
+    case 10: return "Timeout";
     case 12: return "NVML Shared Library Not Found";
     case 13: return "Function Not Found";
     case 15: return "GPU is lost";
@@ -334,4 +411,170 @@ int nvmlDeviceGetGpuFabricInfo(void *h, fabric_t *fi) {
     GETNUM(unsigned, "fabric_status", &fi->status);
     GETNUM(unsigned, "fabric_clique_id", &fi->cliqueId);
     return 0;
+}
+
+/* --- What NVIDIA's k8s-device-plugin and nvidia-ctk call (signatures from NVML's nvml.h) --- */
+
+/* /dev/nvidia<minor>: the GPU index unless gpu.<i>.minor_number says otherwise */
+int nvmlDeviceGetMinorNumber(void *h, unsigned *minor) {
+    int i, m, rc;
+    const char *v;
+    if ((rc = dev(h, &i, &m))) return rc;
+    v = gget(i, "minor_number");
+    if (!v) { *minor = (unsigned)i; return 0; }
+    if ((rc = vcode(v))) return rc;
+    *minor = (unsigned)strtoul(v, NULL, 0);
+    return 0;
+}
+int nvmlDeviceGetIndex(void *h, unsigned *index) {
+    int i, m, rc;
+    if ((rc = dev(h, &i, &m))) return rc;
+    *index = (unsigned)(m < 0 ? i : m);
+    return 0;
+}
+
+/* GPU or MIG device by UUID; NVML_ERROR_NOT_FOUND when no device has it */
+static void *find_uuid(const char *uuid) {
+    int i, j, n;
+    char mig[96];
+    for (i = 0; i < gpu_count(); i++) {
+        const char *u = gget(i, "uuid"), *mv = gget(i, "mig_devices");
+        if (vcode(u)) continue;
+        if (!strcmp(u, uuid)) return &gpus[i];
+        n = vcode(mv) ? 0 : atoi(mv);
+        for (j = 0; j < n && j < MAXMIG; j++) {
+            snprintf(mig, sizeof mig, "MIG-%s-%d", strncmp(u, "GPU-", 4) ? u : u + 4, j);
+            if (!strcmp(mig, uuid)) return &migs[i * MAXMIG + j];
+        }
+    }
+    return NULL;
+}
+int nvmlDeviceGetHandleByUUID(const char *uuid, void **h) {
+    int i, m;
+    if (!inited) return NVML_ERROR_UNINITIALIZED;
+    if (!uuid || !h) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!(*h = find_uuid(uuid))) return NVML_ERROR_NOT_FOUND;
+    return dev(*h, &i, &m);
+}
+
+/* Events. An event set remembers, per GPU, the event types registered and the last Xid it delivered.
+ * nvmlEventSetWait_v2 re-reads the fixture every 50 ms until its timeout: a GPU registered for Xid events whose
+ * gpu.<i>.xid holds a number other than the last delivered one yields one nvmlEventTypeXidCriticalError event
+ * (eventData = that Xid). Removing the field (or 0) re-arms it, so the same Xid can be delivered again. */
+typedef struct {
+    void *device;
+    unsigned long long eventType, eventData;
+    unsigned gpuInstanceId, computeInstanceId;
+} event_t;
+typedef struct { unsigned long long mask[MAXGPU]; unsigned long long seen[MAXGPU]; } eventset_t;
+
+int nvmlEventSetCreate(eventset_t **set) {
+    if (!inited) return NVML_ERROR_UNINITIALIZED;
+    if (!set) return NVML_ERROR_INVALID_ARGUMENT;
+    *set = calloc(1, sizeof **set);
+    return 0;
+}
+int nvmlEventSetFree(eventset_t *set) {
+    if (!inited) return NVML_ERROR_UNINITIALIZED;
+    free(set);
+    return 0;
+}
+
+/* gpu.<i>.supported_event_types (a mask); default: ECC single/double bit, P-state, Xid, clock */
+int nvmlDeviceGetSupportedEventTypes(void *h, unsigned long long *types) {
+    int i, m, rc;
+    const char *v;
+    if ((rc = dev(h, &i, &m))) return rc;
+    v = gget(i, "supported_event_types");
+    if (!v) { *types = EVENT_SBE | EVENT_DBE | EVENT_PSTATE | EVENT_XID | EVENT_CLOCK; return 0; }
+    if ((rc = vcode(v))) return rc;
+    *types = strtoull(v, NULL, 0);
+    return 0;
+}
+int nvmlDeviceRegisterEvents(void *h, unsigned long long types, eventset_t *set) {
+    int i, m, rc;
+    unsigned long long supported;
+    if ((rc = dev(h, &i, &m))) return rc;
+    if (!set) return NVML_ERROR_INVALID_ARGUMENT;
+    if ((rc = nvmlDeviceGetSupportedEventTypes(&gpus[i], &supported))) return rc;
+    if (types & ~supported) return NVML_ERROR_NOT_SUPPORTED;
+    set->mask[i] |= types;
+    return 0;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+}
+
+/* 1 and fills *e when the fixture holds a new Xid for a registered GPU */
+static int next_xid(eventset_t *set, event_t *e) {
+    table_t *t = parse_fixture();
+    const char *v = tget(t, "gpu_count");
+    int i, found = 0, n = v ? atoi(v) : 0;
+    for (i = 0; i < n && i < MAXGPU && !found; i++) {
+        unsigned long long xid;
+        if (!(set->mask[i] & EVENT_XID)) continue;
+        v = tgget(t, i, "xid");
+        xid = v && !vcode(v) ? strtoull(v, NULL, 0) : 0;
+        if (!xid) { set->seen[i] = 0; continue; }
+        if (xid == set->seen[i]) continue;
+        set->seen[i] = xid;
+        memset(e, 0, sizeof *e);
+        e->device = &gpus[i];
+        e->eventType = EVENT_XID;
+        e->eventData = xid;
+        e->gpuInstanceId = e->computeInstanceId = 0xFFFFFFFF;
+        found = 1;
+    }
+    free_table(t);
+    return found;
+}
+
+int nvmlEventSetWait_v2(eventset_t *set, event_t *data, unsigned timeoutms) {
+    double deadline = now_ms() + timeoutms;
+    if (!inited) return NVML_ERROR_UNINITIALIZED;
+    if (!set || !data) return NVML_ERROR_INVALID_ARGUMENT;
+    for (;;) {
+        double left;
+        if (next_xid(set, data)) return 0;
+        left = deadline - now_ms();
+        if (left <= 0) return NVML_ERROR_TIMEOUT;
+        usleep(left < 50 ? (useconds_t)(left * 1000) : 50000);
+    }
+}
+/* v1 event data has no GPU/compute instance ids */
+int nvmlEventSetWait(eventset_t *set, event_t *data, unsigned timeoutms) {
+    event_t e;
+    int rc;
+    if (!data) return NVML_ERROR_INVALID_ARGUMENT;
+    if ((rc = nvmlEventSetWait_v2(set, &e, timeoutms))) return rc;
+    memcpy(data, &e, offsetof(event_t, gpuInstanceId));
+    return 0;
+}
+
+/* Topology (the device plugin's preferred allocation): the common ancestor of two GPUs is gpu.<i>.topology_level
+ * of the first (an NVML_TOPOLOGY_* value: 0 internal, 10 single switch, 20 multiple, 30 host bridge, 40 NUMA node,
+ * 50 system), 40 when the fixture does not say; NVLink state and remote PCI info are not supported. */
+int nvmlDeviceGetTopologyCommonAncestor(void *h1, void *h2, unsigned *level) {
+    int i, m, rc;
+    const char *v;
+    if ((rc = dev(h2, &i, &m))) return rc;
+    if ((rc = dev(h1, &i, &m))) return rc;
+    v = gget(i, "topology_level");
+    *level = v && !vcode(v) ? (unsigned)strtoul(v, NULL, 0) : 40;
+    return 0;
+}
+int nvmlDeviceGetNvLinkState(void *h, unsigned link, unsigned *active) {
+    int i, m, rc;
+    (void)link; (void)active;
+    if ((rc = dev(h, &i, &m))) return rc;
+    return NVML_ERROR_NOT_SUPPORTED;
+}
+int nvmlDeviceGetNvLinkRemotePciInfo_v2(void *h, unsigned link, void *pci) {
+    int i, m, rc;
+    (void)link; (void)pci;
+    if ((rc = dev(h, &i, &m))) return rc;
+    return NVML_ERROR_NOT_SUPPORTED;
 }

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from . import device_plugin
 from . import logic as L
 from .dra import GpuClusterReconciler
 from .events import EventRecorder
@@ -157,14 +158,16 @@ class Controller:
         # operand DaemonSets
         os_tags = sorted({L.os_tag(n) for n in gpu_nodes}) or ["ubuntu22.04"]
         desired = self._desired_daemonsets(cp, spec, ns, os_tags, nvds if use_nvd else None)
+        self._ensure_runtime_class(cp, spec)  # before the DaemonSets: the device plugin's pods name it
         self._sync_daemonsets(ns, desired)
-        self._ensure_runtime_class(cp, spec)
         if L.spec_enabled(spec, "dcgmExporter"):
             self._ensure_dcgm_service(cp, ns)
 
         # faults on operand pods, capacity, MIG
         def gpu_one(node):
             nname = L.name(node)
+            if L.labels(node).get(L.REAL_NODE) == "true":
+                return  # its kubelet reports the GPUs its device plugin advertises; its pods really run
             ops = pods_by_node.get(nname, {})
             self._apply_pod_faults(node, ops)
             self._node_faults(node)
@@ -859,8 +862,7 @@ def desired_daemonsets(cp: dict, spec: dict, ns: str, os_tags: list[str], nvds: 
         if driver is not None:
             # the upgrade controller finds the driver DaemonSets (and their pods) by these labels
             body["metadata"]["labels"].update(extra_pod_labels or {})
-        h = hashlib.sha256(json.dumps([tmpl, body["spec"]["updateStrategy"]], sort_keys=True).encode()).hexdigest()
-        body["metadata"]["annotations"][HASH] = h[:16]
+        _rehash(body)
         out.append(body)
 
     drv = spec.get("driver") or {}
@@ -934,4 +936,13 @@ def desired_daemonsets(cp: dict, spec: dict, ns: str, os_tags: list[str], nvds: 
         repo, img, ver, container = images
         skey2 = skey or "validator"
         ds(dsname, dsname, comp, _image(spec, skey2, repo, img, ver), container, {L.DEPLOY + comp: "true"})
+        if key == "device-plugin":
+            device_plugin.complete(out[-1]["spec"]["template"]["spec"], spec)
+            _rehash(out[-1])
     return out
+
+
+def _rehash(body: dict) -> None:
+    """Set a DaemonSet's template hash (what ``_sync_daemonsets`` compares)."""
+    h = hashlib.sha256(json.dumps([body["spec"]["template"], body["spec"]["updateStrategy"]], sort_keys=True).encode())
+    body["metadata"]["annotations"][HASH] = h.hexdigest()[:16]

@@ -77,6 +77,8 @@ GPU_NODE_LABELS = (
     "feature.node.kubernetes.io/pci-0300_10de.present",
 )
 DEPLOY = "nvidia.com/gpu.deploy."
+#: The test bed's real node (tests/sim/realnode): its kubelet and device plugin do what the simulator plays elsewhere.
+REAL_NODE = "sim.gpuops.io/real-node"
 UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
 UPGRADE_SKIP = "nvidia.com/gpu-driver-upgrade.skip"
 DRIVER_OWNER = "nvidia.com/gpu-operator.driver.owner"

@@ -134,6 +134,18 @@ PREPARE_FAILED = (
 )
 
 
+ADMISSION_REFUSED = (
+    "Allocate failed due to device plugin GetPreferredAllocation rpc failed with err: rpc error: code = Unavailable "
+    "desc = error reading from server: EOF, which is unexpected"
+)
+
+
+SANDBOX_FAILED = (
+    "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: no runtime for "
+    '"nvidia" is configured'
+)
+
+
 class FakeCluster:
     """Pods advance one phase per LIST: Pending -> Running -> the node's behaviour."""
 
@@ -177,7 +189,9 @@ class FakeCluster:
             elif st.get("phase") is None:
                 st["phase"] = "Pending"
                 pod["spec"]["nodeName"] = node
-            elif st["phase"] == "Pending" and how != "unprepared":
+            elif st["phase"] == "Pending" and how == "refused":  # the kubelet's admission refuses it
+                st.update(phase="Failed", reason="UnexpectedAdmissionError", message=ADMISSION_REFUSED)
+            elif st["phase"] == "Pending" and how not in ("unprepared", "nosandbox"):
                 st["phase"] = "Running"
             elif st["phase"] == "Running" and how in ("passed", "failed"):
                 code = 0 if how == "passed" else 1
@@ -215,14 +229,23 @@ class FakeCluster:
             self.claims.pop(name + "-gpu", None)
             return Resp(200, {}) if self.pods.pop(name, None) else Resp(404, {"message": "not found"})
         if path.endswith("/log"):
+            if not self.pods[path.split("/")[-2]]["status"].get("containerStatuses"):  # as the kubelet answers
+                return Resp(400, {"message": 'container "smoke" in pod is not available'})
             return Resp(200, b"Test PASSED\n", raw=True)
         if path.endswith("/events"):
-            unprepared = query["fieldSelector"].endswith("reason=FailedPrepareDynamicResources")
-            message = PREPARE_FAILED if unprepared else "0/3 nodes are available: untolerated taint"
+            reason = query["fieldSelector"].rsplit("reason=", 1)[1]
+            kubelet = {
+                "FailedPrepareDynamicResources": ("unprepared", PREPARE_FAILED),
+                "FailedCreatePodSandBox": (
+                    "nosandbox",
+                    SANDBOX_FAILED,
+                ),
+            }
+            how, message = kubelet.get(reason, (None, "0/3 nodes are available: untolerated taint"))
             items = [
                 {"involvedObject": {"uid": p["metadata"]["uid"]}, "message": message, "lastTimestamp": "t"}
                 for p in self.pods.values()
-                if (self._how(p) == "unprepared" if unprepared else p["status"].get("conditions"))
+                if (self._how(p) == how if how else p["status"].get("conditions"))
             ]
             return Resp(200, {"items": items, "metadata": {}})
         if path.endswith("/pods"):
@@ -300,6 +323,28 @@ def test_a_run_reports_each_node_and_leaves_no_pod_behind():
         "total": 4,
         "all_passed": False,
     }
+
+
+def test_a_pod_the_kubelet_refuses_fails_with_the_kubelets_reason_and_no_log_is_read():
+    cluster = FakeCluster({"a": "refused"})
+    run, client = make_run(cluster, timeout=20, schedule_timeout=5)
+    results = run.run(select_nodes(client.list_core("nodes")))
+    assert results["a"]["status"] == "failed"
+    assert results["a"]["reason"] == "UnexpectedAdmissionError: " + ADMISSION_REFUSED
+    assert not [call for call in cluster.calls if call[1].endswith("/log")]
+    assert cluster.pods == {}
+
+
+def test_a_pod_whose_sandbox_cannot_be_created_is_pending_with_the_kubelets_message_after_the_schedule_timeout():
+    cluster = FakeCluster({"a": "nosandbox"})
+    run, client = make_run(cluster, timeout=300, schedule_timeout=5)
+    results = run.run(select_nodes(client.list_core("nodes")))
+    assert results["a"]["status"] == "pending"
+    assert (
+        results["a"]["reason"] == "scheduled but the container did not start (ContainerCreating; %s)" % SANDBOX_FAILED
+    )
+    assert results["a"]["duration"] < 60
+    assert cluster.pods == {}
 
 
 def test_pods_are_watched_by_list_never_by_a_get_per_pod():

@@ -286,6 +286,14 @@ def test_a_failed_smoke_pod_is_a_workload_finding_with_the_last_log_line():
     assert layers(findings) == ["workload"] and "CUDA error: no device" in findings[0]["evidence"]
 
 
+def test_a_node_labelled_out_of_the_dcgm_exporter_is_not_held_to_monitoring():
+    opted_out = node()
+    opted_out["deploy"] = {"dcgm-exporter": "false"}
+    evidence = NodeEvidence(monitoring={"source": "endpoints", "service": True})
+    assert layers(node_findings(host(nvml()), node(), evidence)) == ["monitoring"]
+    assert node_findings(host(nvml()), opted_out, evidence) == []
+
+
 def test_a_host_missing_from_the_smoke_results_fails_when_a_smoke_test_ran():
     summary = fleet_summary({"h": host(nvml())}, {"gpu-0": node()}, FleetInputs(smoke={}))
     assert summary["rows"][0]["failing_layer"] == "workload"
