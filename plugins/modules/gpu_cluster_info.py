@@ -172,8 +172,9 @@ nodes:
       C(nvidia.com/mig-*) capacity, the device plugin's way), V(dra) (it publishes DRA devices), V(both), or V(none).
     - C(operands) maps a component (C(driver), C(container-toolkit), C(device-plugin), C(gpu-feature-discovery),
       C(dcgm-exporter), C(operator-validator), C(mig-manager), ...) to its pod on the node - C(name), C(phase),
-      C(ready), C(restarts) (all containers, init included), C(waiting_reason), C(last_termination_reason),
-      C(last_termination_container), C(last_termination_message) (first 500 characters), C(terminating),
+      C(ready), C(restarts) (all containers, init included), C(waiting_reason), C(waiting_message) (the runtime's
+      or kubelet's word for it, first 500 characters), C(last_termination_reason),
+      C(last_termination_container), C(last_termination_message) (its last 500 characters), C(terminating),
       C(start_time), C(other_pods) (more pods of the same component on the node, during a rollout), C(sandbox_error)
       (the message of the pod's newest C(FailedCreatePodSandBox) event, null when none; read only while some
       operand pod waits in C(ContainerCreating)).
@@ -223,7 +224,8 @@ nodes:
       deploy: {driver: "false", device-plugin: "true"}
       operands:
         device-plugin: {name: nvidia-device-plugin-daemonset-x7k2p, phase: Running, ready: true, restarts: 0,
-                        waiting_reason: null, last_termination_reason: null, last_termination_container: null,
+                        waiting_reason: null, waiting_message: null, last_termination_reason: null,
+                        last_termination_container: null,
                         terminating: false, start_time: "2026-01-01T00:00:00Z", other_pods: [],
                         sandbox_error: null}
       operands_missing: []

@@ -30,6 +30,10 @@ description:
   - By default the pod runs NVIDIA's CUDA vectoradd sample and passes when it exits 0 and its log contains
     C(Test PASSED); O(mode=nvidia-smi) runs C(nvidia-smi -L) instead. O(image), O(command) and
     O(expected_output) override either.
+  - A pod scheduled but not started after O(schedule_timeout) is decided then (V(pending), with the kubelet's
+    message) when the kubelet says it cannot start it - its sandbox cannot be created (C(FailedCreatePodSandBox)) or
+    its claims cannot be prepared; a pod the kubelet refuses at admission fails with the kubelet's reason (no log is
+    read: none exists).
   - At most O(concurrency) pods exist at a time. Pods are watched with one paginated LIST per poll (label selector
     of the run), never a GET per pod; each finished pod's log is read, then the pod is deleted.
   - Cleanup always runs, also when the run fails or is interrupted; before a run, pods that an interrupted earlier
@@ -252,7 +256,8 @@ nodes:
   description:
     - Per node tested, keyed by node name - C(node), C(pod), C(status) (V(passed), V(failed) or V(pending)),
       C(reason) (null when passed; for pending the scheduler's C(FailedScheduling) message, or the kubelet's
-      C(FailedPrepareDynamicResources) message for a scheduled pod that did not start), C(duration) (seconds
+      C(FailedPrepareDynamicResources) or C(FailedCreatePodSandBox) message for a scheduled pod that did not start;
+      for a pod the kubelet refused, its reason and message, such as C(UnexpectedAdmissionError)), C(duration) (seconds
       from creation to the verdict), C(exit_code), C(resources) (what the pod requested - the resource and its
       count, or in claim mode the device class and the count, V(all) for every matching device), C(devices) (claim
       mode - the devices its claim got, as C(pool/device); null otherwise) and C(logs) (the log tail).

@@ -200,7 +200,9 @@ def judge_devices(view, nvml=None, context=None):
         details.update(device_plugin_pod=plugin.get("name"), device_plugin_ready=plugin.get("ready"))
     if not is_gpu_view(view):
         return []  # not a GPU node: nothing to advertise
-    if advertised == 0:
+    expected_plugin = (view.get("deploy") or {}).get("device-plugin") == "true"
+    if advertised == 0 or (plugin is None and expected_plugin and alloc_gpu < cap_gpu):
+        # the kubelet keeps a stopped plugin's capacity for a while, its allocatable drops at once
         return [_not_advertising(view, nvml, context, details)]
     # a plugin pod waiting for its sandbox is the toolkit layer's (operand_judgement)
     if plugin is not None and not plugin.get("ready") and plugin.get("waiting_reason") != "ContainerCreating":
@@ -209,8 +211,13 @@ def judge_devices(view, nvml=None, context=None):
                 "device-plugin",
                 "DevicePluginNotReady",
                 "device plugin pod %s on %s is not Ready (%s): the GPUs it advertised before stay, new ones and health "
-                "changes are not reported"
-                % (plugin.get("name"), node_subject(view), plugin.get("waiting_reason") or plugin.get("phase")),
+                "changes are not reported%s"
+                % (
+                    plugin.get("name"),
+                    node_subject(view),
+                    plugin.get("waiting_reason") or plugin.get("phase"),
+                    _said(plugin),
+                ),
                 "Read its log (kubectl logs -n %s %s --previous); it waits for the driver and toolkit."
                 % (context.namespace, plugin.get("name")),
                 details,
@@ -254,14 +261,28 @@ def judge_devices(view, nvml=None, context=None):
     ]
 
 
+def _said(pod):
+    """``: <its last words>`` of a plugin pod (its last termination message, else why it waits), or nothing."""
+    words = pod.get("last_termination_message") or pod.get("waiting_message")
+    return ": %s" % words.strip().splitlines()[-1] if words and words.strip() else ""
+
+
 def _not_advertising(view, nvml, context, details):
     plugin = details.get("device_plugin_pod")
     counted = (nvml or {}).get("gpu_count") if nvml is not None else (view.get("gpu") or {}).get("count")
     counted_by = "NVML" if nvml is not None else "GFD"
     if plugin is None and (view.get("deploy") or {}).get("device-plugin") == "true":
+        allocatable = _int((view.get("allocatable") or {}).get(GPU_RESOURCE))
         code, message = (
             "DevicePluginMissing",
-            "no device plugin pod on %s, so no GPU is advertised" % node_subject(view),
+            "no device plugin pod on %s, so no GPU is advertised%s"
+            % (
+                node_subject(view),
+                " (the kubelet keeps nvidia.com/gpu capacity %s for a while, allocatable %d)"
+                % ((view.get("capacity") or {}).get(GPU_RESOURCE), allocatable)
+                if (view.get("capacity") or {}).get(GPU_RESOURCE)
+                else "",
+            ),
         )
         fix = (
             "Check the device plugin DaemonSet in %s (nodeSelector nvidia.com/gpu.deploy.device-plugin=true, "
@@ -270,10 +291,11 @@ def _not_advertising(view, nvml, context, details):
     elif plugin is not None and not details.get("device_plugin_ready"):
         pod = (view.get("operands") or {}).get("device-plugin") or {}
         code = "DevicePluginNotReady"
-        message = "device plugin pod %s on %s is not Ready (%s), so no GPU is advertised" % (
+        message = "device plugin pod %s on %s is not Ready (%s), so no GPU is advertised%s" % (
             plugin,
             node_subject(view),
             pod.get("waiting_reason") or pod.get("phase"),
+            _said(pod),
         )
         fix = "The device plugin waits for the driver and toolkit: fix the lower layers first, then read its log."
     else:

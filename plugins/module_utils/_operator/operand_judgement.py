@@ -16,6 +16,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 CRASH_REASONS = ("CrashLoopBackOff", "Error", "RunContainerError", "CreateContainerError")
 IMAGE_REASONS = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName")
 NO_RUNTIME = 'no runtime for "nvidia"'
@@ -71,6 +73,17 @@ DRIVER_CAUSES = (
 
 #: Where a stuck operand sandbox points, by how GPUs reach containers: the nvidia runtime handler the toolkit
 #: configures, or in NRI plugin mode (``cdi.nriPluginEnabled``) the toolkit pod's NRI plugin (no RuntimeClass).
+#: The runtime's word when a container's CDI devices (the GPUs the NVIDIA runtime injects) cannot be resolved.
+CDI_FAILURE = re.compile(r"CDI device|inject CDI|CDI spec", re.I)
+CDI_FIX = (
+    "The NVIDIA runtime resolves GPUs through the CDI spec the toolkit generates (/var/run/cdi/nvidia.yaml): restart "
+    "the container-toolkit pod, or regenerate it on the node (nvidia-ctk cdi generate "
+    "--output=/var/run/cdi/nvidia.yaml), and check cdi.enabled in the ClusterPolicy."
+)
+GENERIC_SANDBOX_FIX = (
+    "The container runtime cannot create the pod's sandbox for the reason it gives: read the container runtime's log "
+    "on the node (journalctl -u containerd), its config (gpu_host_facts container_runtime) and the CNI config."
+)
 SANDBOX_FIX = {
     False: "The container runtime has no nvidia runtime handler: check the toolkit's CONTAINERD_CONFIG/"
     "CONTAINERD_SOCKET (toolkit.env) for this distribution (k3s, RKE2, MicroK8s use other paths), that RuntimeClass "
@@ -115,6 +128,9 @@ def judge_operands(view, context):
     driver_ok = driver is None or ready(driver)
     sandbox = _sandbox_failures(view.get("operands") or {}, context) if driver_ok else {}
     out.extend(_runtime(view, sandbox, context))
+    unresolved = _cdi_failures(view.get("operands") or {}) if driver_ok else {}
+    out.extend(_cdi(view, unresolved))
+    sandbox = dict(unresolved, **sandbox)  # judged above: not again as not ready
     for component, pod in sorted(operands.items()):
         if ready(pod) or pod["name"] in sandbox:
             continue
@@ -230,11 +246,14 @@ def _runtime(view, sandbox, context):
     if not sandbox:
         return []
     named = sorted(n for n, why in sandbox.items() if why and NO_RUNTIME in why)
+    fix = SANDBOX_FIX[bool(context.nri_plugin)]
     if named:
         code, what = "RuntimeNotConfigured", 'no runtime for "nvidia" is configured'
     else:
         code, what = "SandboxNotCreated", "their sandbox cannot be created"
         named = sorted(sandbox)
+        if any(sandbox.values()) and not context.nri_plugin:
+            fix = GENERIC_SANDBOX_FIX  # the runtime says why, and it is not the missing handler
     reasons = sorted({why for why in sandbox.values() if why})
     return [
         judged(
@@ -242,8 +261,40 @@ def _runtime(view, sandbox, context):
             code,
             "operand pods on %s wait in ContainerCreating, %s (%s)%s"
             % (node_subject(view), what, ", ".join(named), ": %s" % reasons[-1] if reasons else ""),
-            SANDBOX_FIX[bool(context.nri_plugin)],
+            fix,
             {"pods": named, "sandbox_failures": reasons[-3:]},
+        )
+    ]
+
+
+def _cdi_failures(operands):
+    """``{pod name: the runtime's message}`` of operand pods not ready because their containers cannot be created or
+    started: their CDI devices do not resolve (the NVIDIA runtime's injection of the GPUs)."""
+    found = {}
+    for pod in operands.values():
+        if ready(pod):
+            continue
+        # the runtime's word: why it waits (CreateContainerError), else why its last start failed (StartError)
+        for message in (pod.get("waiting_message"), pod.get("last_termination_message")):
+            if message and CDI_FAILURE.search(message):
+                found[pod["name"]] = message
+                break
+    return found
+
+
+def _cdi(view, unresolved):
+    """``toolkit`` layer: operand pods whose GPUs the runtime cannot inject (the toolkit's CDI spec)."""
+    if not unresolved:
+        return []
+    named = sorted(unresolved)
+    return [
+        judged(
+            "toolkit",
+            "CDIDevicesUnresolvable",
+            "the container runtime cannot inject the GPUs into operand pods on %s (%s): %s"
+            % (node_subject(view), ", ".join(named), unresolved[named[-1]]),
+            CDI_FIX,
+            {"pods": named, "messages": sorted(set(unresolved.values()))[-3:]},
         )
     ]
 

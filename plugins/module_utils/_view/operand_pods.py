@@ -75,7 +75,7 @@ def pod_summary(pod):
     status = pod.get("status") or {}
     statuses = (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
     restarts = 0
-    waiting_reason = None
+    waiting_reason = waiting_message = None
     last_termination = None  # (finishedAt, reason, container, message)
     for cs in statuses:
         restarts += cs.get("restartCount") or 0
@@ -83,6 +83,7 @@ def pod_summary(pod):
         # The most telling reason wins: CrashLoopBackOff/ImagePullBackOff over PodInitializing.
         if state.get("waiting") and waiting_reason in (None, "PodInitializing", "ContainerCreating"):
             waiting_reason = state["waiting"].get("reason") or waiting_reason
+            waiting_message = state["waiting"].get("message") or None
         for term in ((cs.get("lastState") or {}).get("terminated"), state.get("terminated")):
             if term and term.get("reason") and term.get("reason") != "Completed":
                 key = term.get("finishedAt") or ""
@@ -95,9 +96,11 @@ def pod_summary(pod):
         "ready": ready,
         "restarts": restarts,
         "waiting_reason": waiting_reason,
+        "waiting_message": (waiting_message or "")[:500] or None,
         "last_termination_reason": last_termination[1] if last_termination else None,
         "last_termination_container": last_termination[2] if last_termination else None,
-        "last_termination_message": (last_termination[3] or "")[:500] or None if last_termination else None,
+        # its end: a message the kubelet took from the log (FallbackToLogsOnError) ends with the error
+        "last_termination_message": (last_termination[3] or "").strip()[-500:] or None if last_termination else None,
         "terminating": bool(meta.get("deletionTimestamp")),
         "start_time": status.get("startTime"),
     }

@@ -174,6 +174,20 @@ static int gpu_count(void) {
 
 static int truthy(const char *v) { return v && (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes")); }
 
+/* The GPUs this process sees, as fixture indices in NVML's order. Where the driver's control device exists
+ * (/dev/nvidiactl: a GPU node, or a container the NVIDIA runtime gave GPUs) NVML enumerates only the GPUs whose
+ * /dev/nvidia<minor> this process can see, indexed from 0, as the real library does; elsewhere every GPU. */
+static int visible_gpus(int *map) {
+    int n = gpu_count(), k = 0, i, filter = access("/dev/nvidiactl", F_OK) == 0;
+    char path[32];
+    for (i = 0; i < n; i++) {
+        const char *minor = gget(i, "minor_number");
+        snprintf(path, sizeof path, "/dev/nvidia%d", minor && !vcode(minor) ? atoi(minor) : i);
+        if (!filter || access(path, F_OK) == 0) map[k++] = i;
+    }
+    return k;
+}
+
 /* validate handle; *idx gets GPU index; returns NVML code */
 static int dev(void *h, int *idx, int *mig) {
     dev_t_ *d = (dev_t_ *)h;
@@ -276,12 +290,18 @@ int nvmlSystemGetCudaDriverVersion(int *v) {
 }
 int nvmlSystemGetCudaDriverVersion_v2(int *v) { return nvmlSystemGetCudaDriverVersion(v); }
 
-int nvmlDeviceGetCount_v2(unsigned *n) { if (!inited) return NVML_ERROR_UNINITIALIZED; *n = gpu_count(); return 0; }
-int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **h) {
+int nvmlDeviceGetCount_v2(unsigned *n) {
+    int map[MAXGPU];
     if (!inited) return NVML_ERROR_UNINITIALIZED;
-    if ((int)i >= gpu_count()) return NVML_ERROR_INVALID_ARGUMENT;
-    if (truthy(gget(i, "lost"))) return NVML_ERROR_GPU_IS_LOST;
-    *h = &gpus[i];
+    *n = visible_gpus(map);
+    return 0;
+}
+int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **h) {
+    int map[MAXGPU];
+    if (!inited) return NVML_ERROR_UNINITIALIZED;
+    if ((int)i >= visible_gpus(map)) return NVML_ERROR_INVALID_ARGUMENT;
+    if (truthy(gget(map[i], "lost"))) return NVML_ERROR_GPU_IS_LOST;
+    *h = &gpus[map[i]];
     return 0;
 }
 
@@ -428,17 +448,25 @@ int nvmlDeviceGetMinorNumber(void *h, unsigned *minor) {
 }
 int nvmlDeviceGetIndex(void *h, unsigned *index) {
     int i, m, rc;
+    int map[MAXGPU], n, k;
     if ((rc = dev(h, &i, &m))) return rc;
-    *index = (unsigned)(m < 0 ? i : m);
+    if (m >= 0) { *index = (unsigned)m; return 0; }
+    n = visible_gpus(map);
+    for (k = 0; k < n && map[k] != i; k++) {}
+    if (k == n) return NVML_ERROR_INVALID_ARGUMENT;
+    *index = (unsigned)k;
     return 0;
 }
 
 /* GPU or MIG device by UUID; NVML_ERROR_NOT_FOUND when no device has it */
 static void *find_uuid(const char *uuid) {
-    int i, j, n;
+    int i, j, n, v, map[MAXGPU], nv = visible_gpus(map);
     char mig[96];
-    for (i = 0; i < gpu_count(); i++) {
-        const char *u = gget(i, "uuid"), *mv = gget(i, "mig_devices");
+    for (v = 0; v < nv; v++) {
+        const char *u, *mv;
+        i = map[v];
+        u = gget(i, "uuid");
+        mv = gget(i, "mig_devices");
         if (vcode(u)) continue;
         if (!strcmp(u, uuid)) return &gpus[i];
         n = vcode(mv) ? 0 : atoi(mv);

@@ -36,6 +36,8 @@ def complete(pod_spec: dict, spec: dict) -> None:
             "command": ["nvidia-device-plugin"],
             "env": settings_env(spec),
             "securityContext": {"privileged": True},
+            # a failed start leaves the plugin's last log lines in its status (kubectl describe shows them)
+            "terminationMessagePolicy": "FallbackToLogsOnError",
             "volumeMounts": [{"name": "device-plugin", "mountPath": KUBELET_PLUGIN_DIR}],
         }
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 from tests.sim import testbed
@@ -60,14 +61,7 @@ def up(state: testbed.State, spec, api_client) -> None:
     runtime.cni_config(d / "cni", d / "cni-ipam")
     runtime.node_bridge()
     runtime.generate_cdi(bins, root, fixture)
-    testbed._spawn(
-        state,
-        "containerd",
-        [bins["containerd"], f"--config={runtime.CONTAINERD_CONFIG}"],
-        marker=bins["containerd"],
-        env=runtime.containerd_env(bins),
-    )
-    testbed._wait("containerd's socket", state, "containerd", lambda: os.path.exists(runtime.CONTAINERD_SOCKET), 30)
+    _start_containerd(state, bins)
     testbed.log(f"real node {spec.name}: images (pause, CUDA sample stand-in, device plugin)")
     images.import_images(
         bins["ctr"], runtime.CONTAINERD_SOCKET, images.node_images(d / "image-build", bins), d / "image-work"
@@ -88,6 +82,29 @@ def up(state: testbed.State, spec, api_client) -> None:
     core = client.CoreV1Api(api_client)
     testbed._wait(f"node {spec.name} Ready", state, "kubelet", lambda: _ready(core, spec.name), 120, interval=1)
     core.patch_node(spec.name, {"metadata": {"annotations": gpu_annotations(spec.nvml_profile)}})
+
+
+def _start_containerd(state: testbed.State, bins: dict) -> None:
+    testbed._spawn(
+        state,
+        "containerd",
+        [bins["containerd"], f"--config={runtime.CONTAINERD_CONFIG}"],
+        marker=bins["containerd"],
+        env=runtime.containerd_env(bins),
+    )
+    testbed._wait("containerd's CRI", state, "containerd", lambda: _cri_serving(bins["ctr"]), 30)
+
+
+def _cri_serving(ctr: str) -> bool:
+    return subprocess.run([ctr, "-n", "k8s.io", "version"], capture_output=True).returncode == 0
+
+
+def restart_containerd(state_dir: Path) -> None:
+    """Stop the real node's containerd and start it again (it reads its config anew; running containers stay)."""
+    state = testbed.State(Path(state_dir)).load()
+    comp = state.components.pop("containerd")
+    testbed._stop(comp["pid"], comp["marker"])
+    _start_containerd(state, {b: str(testbed.BIN_DIR / b) for b in BINARIES})
 
 
 def gpu_annotations(nvml_profile: str) -> dict:

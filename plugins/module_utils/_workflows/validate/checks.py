@@ -25,7 +25,11 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.node
     judge_ready,
     mig_enabled,
 )
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.operand_judgement import judge_operands
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils._operator.operand_judgement import (
+    CDI_FAILURE,
+    CDI_FIX,
+    judge_operands,
+)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.dra import CHECK_CODES, dra_checks
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.mig import check_mig
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils._workflows.validate.registry import (
@@ -102,6 +106,9 @@ def _check_smoke(smoke):
     unchanged node gives the same record."""
     if not smoke or smoke.get("status") == "passed":
         return []
+    if CDI_FAILURE.search(smoke.get("reason") or ""):  # its container was created, its GPUs could not be injected
+        evidence = "the smoke pod's GPUs cannot be injected: %s" % smoke["reason"]
+        return [dict(finding("smoke", "toolkit", evidence, CDI_FIX), code="CDIDevicesUnresolvable")]
     if smoke.get("status") == "pending":
         return [
             finding(

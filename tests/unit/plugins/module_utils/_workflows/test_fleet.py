@@ -182,6 +182,53 @@ def test_operands_stuck_in_container_creating_name_the_toolkit_with_the_sandbox_
     assert 'no runtime for "nvidia"' in row["evidence"][0]
 
 
+def test_a_sandbox_failure_the_runtime_explains_gets_the_runtimes_fix_not_the_missing_handlers():
+    stuck = {"name": "nvidia-device-plugin-daemonset-x", "ready": False, "waiting_reason": "ContainerCreating"}
+    why = "runc create failed: unable to start container process: failed to update /proc/self/oom_score_adj"
+    (finding,) = node_findings(
+        host(nvml()), node(operands={"device-plugin": stuck}), NodeEvidence(sandbox_events={stuck["name"]: why})
+    )
+    assert (finding["layer"], finding["code"]) == ("toolkit", "SandboxNotCreated") and why in finding["evidence"]
+    assert "nvidia runtime handler" not in finding["fix"] and "container runtime's log" in finding["fix"]
+
+
+def test_an_operand_whose_cdi_devices_do_not_resolve_is_the_toolkits_with_the_runtimes_message():
+    why = (
+        "failed to create containerd task: failed to create shim task: OCI runtime create failed: could not apply "
+        "required modification to OCI specification: error modifying OCI spec: failed to inject CDI devices: "
+        "unresolvable CDI devices nvidia.com/gpu=all"
+    )
+    stuck = {"name": "nvidia-device-plugin-daemonset-x", "ready": False, "waiting_reason": "RunContainerError"}
+    stuck_node = node(operands={"device-plugin": dict(stuck, waiting_message=why)})
+    (cdi,) = [f for f in node_findings(host(nvml()), stuck_node) if f["code"] == "CDIDevicesUnresolvable"]
+    assert cdi["layer"] == "toolkit" and "unresolvable CDI devices nvidia.com/gpu=all" in cdi["evidence"]
+    assert "nvidia-ctk cdi generate" in cdi["fix"]
+    assert fleet_summary({"h": host(nvml())}, {"gpu-0": stuck_node})["rows"][0]["failing_layer"] == "toolkit"
+    restarting = dict(stuck, waiting_reason="CrashLoopBackOff", last_termination_message=why)  # StartError
+    (cdi,) = [
+        f
+        for f in node_findings(host(nvml()), node(operands={"device-plugin": restarting}))
+        if f["code"] == "CDIDevicesUnresolvable"
+    ]
+    assert why in cdi["evidence"]
+
+
+def test_a_stopped_device_plugin_is_missing_although_the_kubelet_keeps_its_capacity_for_a_while():
+    gone = node(allocatable=0, capacity=8, operands={"device-plugin": None})
+    gone["operands"].pop("device-plugin")
+    gone["deploy"] = {"device-plugin": "true"}
+    (finding,) = node_findings(host(nvml()), gone)
+    assert (finding["layer"], finding["code"]) == ("device-plugin", "DevicePluginMissing")
+    assert "capacity 8 for a while, allocatable 0" in finding["evidence"]
+
+
+def test_a_crash_looping_device_plugin_is_named_with_its_last_words():
+    said = "E main.go:173] error starting plugins: ... nvml init failed: ERROR_LIBRARY_NOT_FOUND"
+    looping = {"name": "p", "ready": False, "waiting_reason": "CrashLoopBackOff", "last_termination_message": said}
+    (finding,) = node_findings(host(nvml()), node(allocatable=0, capacity=0, operands={"device-plugin": looping}))
+    assert finding["code"] == "DevicePluginNotReady" and finding["evidence"].endswith(said)
+
+
 def test_in_nri_plugin_mode_a_ready_toolkit_pod_proves_the_toolkit_layer_without_a_runtime_handler():
     summary = fleet_summary({"h": host(nvml())}, {"gpu-0": node()}, FleetInputs(nri_plugin=True))
     assert summary["toolkit_mode"] == "nri-plugin" and summary["rows"][0]["verdict"] == "pass"
@@ -292,6 +339,13 @@ def test_a_node_labelled_out_of_the_dcgm_exporter_is_not_held_to_monitoring():
     evidence = NodeEvidence(monitoring={"source": "endpoints", "service": True})
     assert layers(node_findings(host(nvml()), node(), evidence)) == ["monitoring"]
     assert node_findings(host(nvml()), opted_out, evidence) == []
+
+
+def test_a_smoke_pod_whose_gpus_cannot_be_injected_is_a_toolkit_finding():
+    why = "exit code 128: failed to inject CDI devices: unresolvable CDI devices nvidia.com/gpu=GPU-a1b2"
+    findings = node_findings(host(nvml()), node(), NodeEvidence(smoke={"status": "failed", "pod": "p", "reason": why}))
+    assert layers(findings) == ["toolkit"] and why in findings[0]["evidence"]
+    assert findings[0]["code"] == "CDIDevicesUnresolvable"
 
 
 def test_a_host_missing_from_the_smoke_results_fails_when_a_smoke_test_ran():
