@@ -33,7 +33,7 @@ description:
   - A pod scheduled but not started after O(schedule_timeout) is decided then (V(pending), with the kubelet's
     message) when the kubelet says it cannot start it - its sandbox cannot be created (C(FailedCreatePodSandBox)) or
     its claims cannot be prepared; a pod the kubelet refuses at admission fails with the kubelet's reason (no log is
-    read: none exists).
+    read, none exists).
   - At most O(concurrency) pods exist at a time. Pods are watched with one paginated LIST per poll (label selector
     of the run), never a GET per pod; each finished pod's log is read, then the pod is deleted.
   - Cleanup always runs, also when the run fails or is interrupted; before a run, pods that an interrupted earlier
