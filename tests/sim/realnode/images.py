@@ -48,7 +48,7 @@ def compile_c(source: Path, out: Path, static: bool = False) -> Path:
 
 def shared_libraries(binary: str) -> dict:
     """{path: path} of the libraries ``binary`` loads (ldd), the dynamic loader included."""
-    out = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
+    out = subprocess.run(["ldd", binary], capture_output=True, text=True, check=True).stdout
     libs = {}
     for line in out.splitlines():
         parts = line.split()

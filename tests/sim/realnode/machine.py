@@ -64,15 +64,20 @@ def snapshot() -> dict:
     }
 
 
+def _sh(*argv: str) -> subprocess.CompletedProcess:
+    """Run a machine command whose failure the caller judges (or, tearing down, tolerates)."""
+    return subprocess.run(argv, capture_output=True, text=True, check=False)
+
+
 def _links() -> set[str]:
-    out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    out = _sh("ip", "-o", "link", "show").stdout
     return {line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ":" in line}
 
 
 def _chains(table: str) -> set[str]:
     if not shutil.which("iptables-save"):
         return set()
-    out = subprocess.run(["iptables-save", "-t", table], capture_output=True, text=True).stdout
+    out = _sh("iptables-save", "-t", table).stdout
     return {line[1:].split()[0] for line in out.splitlines() if line.startswith(":")}
 
 
@@ -85,9 +90,9 @@ def give_back(before: dict, log) -> list[str]:
     _kill_cgroup_processes(before, log)
     _unmount_under([p for p in CLAIMED if not p.startswith("/usr")] + [str(NETNS_DIR)])
     for name in sorted(set(os.listdir(NETNS_DIR)) - set(before["netns"])) if NETNS_DIR.is_dir() else []:
-        subprocess.run(["ip", "netns", "delete", name], capture_output=True)
+        _sh("ip", "netns", "delete", name)
     for link in sorted(_links() - set(before["links"])):
-        subprocess.run(["ip", "link", "delete", link], capture_output=True)
+        _sh("ip", "link", "delete", link)
     for table, chains in before["chains"].items():
         _drop_chains(table, _chains(table) - set(chains))
     left = _remove_cgroups(before)
@@ -139,23 +144,23 @@ def _unmount_under(prefixes: list[str]) -> None:
         if any(point == p or point.startswith(p.rstrip("/") + "/") for p in prefixes):
             mounts.append(point)
     for point in sorted(set(mounts), key=len, reverse=True):
-        if subprocess.run(["umount", point], capture_output=True).returncode != 0:
-            subprocess.run(["umount", "-l", point], capture_output=True)
+        if _sh("umount", point).returncode != 0:
+            _sh("umount", "-l", point)
 
 
 def _drop_chains(table: str, chains: set[str]) -> None:
     """Delete the rules that jump to ``chains``, then flush and delete the chains."""
     if not chains:
         return
-    rules = subprocess.run(["iptables-save", "-t", table], capture_output=True, text=True).stdout.splitlines()
+    rules = _sh("iptables-save", "-t", table).stdout.splitlines()
     for rule in rules:
         parts = rule.split()
         if parts[:1] == ["-A"] and "-j" in parts and parts[parts.index("-j") + 1] in chains:
-            subprocess.run(["iptables", "-t", table, "-D", *parts[1:]], capture_output=True)
+            _sh("iptables", "-t", table, "-D", *parts[1:])
     for chain in chains:
-        subprocess.run(["iptables", "-t", table, "-F", chain], capture_output=True)
+        _sh("iptables", "-t", table, "-F", chain)
     for chain in chains:
-        subprocess.run(["iptables", "-t", table, "-X", chain], capture_output=True)
+        _sh("iptables", "-t", table, "-X", chain)
 
 
 def _remove_cgroups(before: dict) -> list[str]:

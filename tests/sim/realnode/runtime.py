@@ -37,7 +37,7 @@ def has_capability(bit: int) -> bool:
 
 
 def _run(argv: list[str], env: dict | None = None) -> str:
-    done = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    done = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **(env or {})}, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}: {(done.stderr or done.stdout).strip()}")
     return done.stdout
