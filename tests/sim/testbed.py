@@ -961,6 +961,8 @@ def inventory(state_dir: Path | str = DEFAULT_STATE, profile: str | None = None)
         inv["all"]["vars"]["gpuops_operator_values"] = {"devicePlugin": {"version": images.DEVICE_PLUGIN_VERSION}}
         # the real node is this machine, whatever OS builds the collection: its OS is reported, not a stop
         inv["all"]["vars"]["gpu_baseline_severity"] = {"os.supported": "warn"}
+        # no DCGM runs there (nvidia.com/gpu.deploy.dcgm-exporter=false): nothing to hold its monitoring to
+        inv["all"]["vars"]["gpu_validate_monitoring"] = False
         if not prof.gpu_pools():
             inv["all"]["vars"]["gpuops_smoke_expected_output"] = "Test PASSED"
     if "chart_repo_url" in state.data:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tests.sim import testbed
 from tests.sim.operator import dra_devices
-from tests.sim.realnode import images, kubelet, machine, runtime
+from tests.sim.realnode import driver_root, images, kubelet, machine, runtime
 
 BINARIES = (
     "kubelet",
@@ -29,19 +29,24 @@ BINARIES = (
 )
 
 
+def _binaries() -> dict:
+    """name -> the cache's plain-named link (what argv[0] then says); TestbedError naming one not built."""
+    for name in BINARIES:
+        testbed.binary(name)
+    return {name: str(testbed.BIN_DIR / name) for name in BINARIES}
+
+
 def node_dir(state: testbed.State) -> Path:
     return state.dir / "real-node"
 
 
 def up(state: testbed.State, spec, api_client) -> None:
     """Join this machine as node ``spec.name`` (a profiles.RealNode) and wait until it is Ready."""
-    from tests.sim.realnode import driver_root
-
     try:
         machine.check_free()
     except machine.MachineError as exc:
         raise testbed.TestbedError(str(exc)) from None
-    bins = {b: str(testbed.BIN_DIR / b) for b in BINARIES if testbed.binary(b)}  # plain names: argv[0] says them
+    bins = _binaries()
     d = node_dir(state)
     d.mkdir(parents=True, exist_ok=True)
     state.data["real_node"] = {
@@ -104,7 +109,7 @@ def restart_containerd(state_dir: Path) -> None:
     state = testbed.State(Path(state_dir)).load()
     comp = state.components.pop("containerd")
     testbed._stop(comp["pid"], comp["marker"])
-    _start_containerd(state, {b: str(testbed.BIN_DIR / b) for b in BINARIES})
+    _start_containerd(state, _binaries())
 
 
 def gpu_annotations(nvml_profile: str) -> dict:

@@ -10,7 +10,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.sim.realnode import machine
+from tests.sim.realnode import driver_root, machine
 
 CONTAINERD_CONFIG = Path("/etc/containerd/config.toml")
 CONTAINERD_DROP_IN = Path("/etc/containerd/conf.d/99-nvidia.toml")
@@ -147,12 +147,10 @@ def cni_config(conf_dir: Path, ipam_dir: Path) -> None:
     (conf_dir / "10-gpuops.conflist").write_text(json.dumps(conflist, indent=2))
 
 
-def generate_cdi(bins: dict, driver_root: Path, fixture: Path) -> None:
-    """``nvidia-ctk cdi generate`` over the driver root, as the toolkit does at start: /var/run/cdi/nvidia.yaml."""
-    from tests.sim.realnode.driver_root import cdi_generate_argv
-
+def generate_cdi(bins: dict, root: Path, fixture: Path) -> None:
+    """``nvidia-ctk cdi generate`` over the driver root ``root``, as the toolkit does at start: CDI_SPEC."""
     CDI_SPEC.parent.mkdir(parents=True, exist_ok=True)
-    argv = cdi_generate_argv(bins["nvidia-ctk"], driver_root, CDI_SPEC, hook_path=bins["nvidia-cdi-hook"])
+    argv = driver_root.cdi_generate_argv(bins["nvidia-ctk"], root, CDI_SPEC, hook_path=bins["nvidia-cdi-hook"])
     _run(argv, env={"GPUOPS_FAKE_NVML_FIXTURE": str(fixture)})
 
 

@@ -130,8 +130,8 @@ def _check_smoke(smoke):
 
 
 def _check_monitoring(nvml, node, monitoring):
-    if not monitoring or (node.get("deploy") or {}).get("dcgm-exporter") == "false":
-        return []  # not checked, or the node opted out of the exporter (nvidia.com/gpu.deploy.dcgm-exporter=false)
+    if not monitoring:
+        return []
     expected = nvml.get("gpu_count") or (node.get("gpu") or {}).get("count") or 0
     if monitoring.get("source") == "prometheus":
         series = monitoring.get("series") or 0

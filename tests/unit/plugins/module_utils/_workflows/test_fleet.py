@@ -333,14 +333,6 @@ def test_a_failed_smoke_pod_is_a_workload_finding_with_the_last_log_line():
     assert layers(findings) == ["workload"] and "CUDA error: no device" in findings[0]["evidence"]
 
 
-def test_a_node_labelled_out_of_the_dcgm_exporter_is_not_held_to_monitoring():
-    opted_out = node()
-    opted_out["deploy"] = {"dcgm-exporter": "false"}
-    evidence = NodeEvidence(monitoring={"source": "endpoints", "service": True})
-    assert layers(node_findings(host(nvml()), node(), evidence)) == ["monitoring"]
-    assert node_findings(host(nvml()), opted_out, evidence) == []
-
-
 def test_a_smoke_pod_whose_gpus_cannot_be_injected_is_a_toolkit_finding():
     why = "exit code 128: failed to inject CDI devices: unresolvable CDI devices nvidia.com/gpu=GPU-a1b2"
     findings = node_findings(host(nvml()), node(), NodeEvidence(smoke={"status": "failed", "pod": "p", "reason": why}))
