@@ -3,7 +3,8 @@
 over the fake NVML. site.yml passes it on real evidence; each layer broken for real fails at that layer with the
 component's own words; a pod the kubelet refuses is triaged; its host facts agree with containerd itself.
 
-The module starts its own bed and stops it afterwards; the machine must be root (the node runs containerd)."""
+The module starts its own bed and stops it afterwards. The machine must be root (the node runs containerd): where
+it is not, bring-up fails naming that, and so does every spec here - never a skip."""
 
 from __future__ import annotations
 
@@ -24,8 +25,6 @@ from tests.integration.validate.validate_helpers import Validate
 from tests.sim import testbed
 from tests.sim.realnode import machine, runtime
 from tests.sim.realnode import node as real_node
-
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the real node needs root: it runs containerd and runc")
 
 NODE = "gpu-real-0"
 NAMESPACE = "gpu-operator"
