@@ -272,17 +272,14 @@ def _not_advertising(view, nvml, context, details):
     counted = (nvml or {}).get("gpu_count") if nvml is not None else (view.get("gpu") or {}).get("count")
     counted_by = "NVML" if nvml is not None else "GFD"
     if plugin is None and (view.get("deploy") or {}).get("device-plugin") == "true":
-        allocatable = _int((view.get("allocatable") or {}).get(GPU_RESOURCE))
+        capacity = _int(details["capacity"].get(GPU_RESOURCE))
+        kept = " (the kubelet keeps nvidia.com/gpu capacity %d for a while, allocatable %d)" % (
+            capacity,
+            _int(details["allocatable"].get(GPU_RESOURCE)),
+        )
         code, message = (
             "DevicePluginMissing",
-            "no device plugin pod on %s, so no GPU is advertised%s"
-            % (
-                node_subject(view),
-                " (the kubelet keeps nvidia.com/gpu capacity %s for a while, allocatable %d)"
-                % ((view.get("capacity") or {}).get(GPU_RESOURCE), allocatable)
-                if (view.get("capacity") or {}).get(GPU_RESOURCE)
-                else "",
-            ),
+            "no device plugin pod on %s, so no GPU is advertised%s" % (node_subject(view), kept if capacity else ""),
         )
         fix = (
             "Check the device plugin DaemonSet in %s (nodeSelector nvidia.com/gpu.deploy.device-plugin=true, "
